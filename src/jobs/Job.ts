@@ -1,0 +1,118 @@
+/**
+ * The definition of a Job: a durable unit of work identified by `<app>/<job>`, with a
+ * payload Schema checked at enqueue and again at execution, a queue, a timeout, a
+ * retry policy and a handler. Definitions are plain values; a Registry collects them
+ * and a worker runs them.
+ */
+import { Duration, Effect, Schema } from "effect"
+import type { RetryPolicy } from "./RetryPolicy.ts"
+import { defaultPolicy } from "./RetryPolicy.ts"
+import { PermanentFailure } from "./errors.ts"
+
+/** What a handler knows about the execution it is running. */
+export interface JobContext {
+  readonly executionId: string
+  readonly job: string
+  /** The attempt being run, 1-based. */
+  readonly attempt: number
+  readonly maxAttempts: number
+  readonly scheduleId: string | null
+  /**
+   * A durable step: the first successful run persists its result; a later attempt of
+   * the same execution returns the stored result without running `effect` again.
+   */
+  readonly step: <A, E>(
+    name: string,
+    effect: Effect.Effect<A, E> | (() => Promise<A>),
+    options?: { readonly schema?: Schema.Codec<A, any> }
+  ) => Effect.Effect<A, E>
+  /** A stable key (execution id + step name) to hand to an external provider as its idempotency key. */
+  readonly stepKey: (name: string) => string
+}
+
+/** A handler may return an Effect or, for apps not written with Effect, a Promise. */
+export type Handler<P, R, E> = (payload: P, ctx: JobContext) => Effect.Effect<R, E> | Promise<R>
+
+/** Any payload or result Schema: a codec whose encoded side is made JSON-safe by Roster. */
+export type AnySchema = Schema.Codec<any, any>
+
+/** A Job definition. */
+export interface Job<P extends AnySchema = AnySchema, R extends AnySchema = AnySchema, E = unknown> {
+  readonly _tag: "Job"
+  /** `<app>/<job>`, both kebab-case. */
+  readonly id: string
+  readonly app: string
+  readonly name: string
+  readonly label: string
+  readonly description: string
+  readonly payload: P
+  readonly result: R | undefined
+  readonly queue: string
+  readonly timeoutMs: number
+  readonly retry: RetryPolicy
+  readonly priority: number
+  /** Whether a failure may be retried; `Job.permanent(...)` is never retried whatever this says. */
+  readonly retryable: (error: unknown) => boolean
+  readonly handler: Handler<Schema.Schema.Type<P>, Schema.Schema.Type<R>, E>
+}
+
+/** Options of {@link make}. */
+export interface JobOptions<P extends AnySchema, R extends AnySchema, E> {
+  readonly id: string
+  readonly label?: string
+  readonly description?: string
+  readonly payload: P
+  readonly result?: R
+  readonly queue?: string
+  readonly timeout?: Duration.Input
+  readonly retry?: RetryPolicy
+  readonly priority?: number
+  readonly retryable?: (error: unknown) => boolean
+  readonly handler: Handler<Schema.Schema.Type<P>, Schema.Schema.Type<R>, E>
+}
+
+const kebab = /^[a-z0-9]+(?:-[a-z0-9]+)*$/
+
+/** Whether a name is kebab-case (used for apps, jobs, schedules and queues). */
+export const isKebab = (name: string): boolean => kebab.test(name)
+
+/** Splits `<app>/<job>` and checks both halves; undefined when malformed. */
+export const parseId = (id: string): { readonly app: string; readonly name: string } | undefined => {
+  const parts = id.split("/")
+  if (parts.length !== 2) return undefined
+  const [app, name] = parts as [string, string]
+  return isKebab(app) && isKebab(name) ? { app, name } : undefined
+}
+
+/** Defines a Job. Throws a RangeError on a malformed id, since a definition is code, not input. */
+export const make = <P extends AnySchema, R extends AnySchema = typeof Schema.Unknown, E = never>(
+  options: JobOptions<P, R, E>
+): Job<P, R, E> => {
+  const parsed = parseId(options.id)
+  if (!parsed) throw new RangeError(`Job id "${options.id}" must be <app>/<job>, both kebab-case`)
+  const timeoutMs = options.timeout === undefined ? 300_000 : Duration.toMillis(Duration.fromInputUnsafe(options.timeout))
+  return {
+    _tag: "Job",
+    id: options.id,
+    app: parsed.app,
+    name: parsed.name,
+    label: options.label ?? options.id,
+    description: options.description ?? "",
+    payload: options.payload,
+    result: options.result,
+    queue: options.queue ?? "default",
+    timeoutMs,
+    retry: options.retry ?? defaultPolicy,
+    priority: options.priority ?? 0,
+    retryable: options.retryable ?? (() => true),
+    handler: options.handler
+  }
+}
+
+/** Whether a value is a Job definition (used by discovery to pick a module's Jobs). */
+export const isJob = (u: unknown): u is Job =>
+  typeof u === "object" && u !== null && (u as { _tag?: unknown })._tag === "Job" && typeof (u as Job).handler === "function"
+
+/** Fails the current attempt permanently: no retry, whatever attempts remain. */
+export const permanent = (message: string, cause?: unknown): Effect.Effect<never, PermanentFailure> =>
+  Effect.fail(new PermanentFailure({ message, cause }))

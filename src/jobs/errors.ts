@@ -1,0 +1,71 @@
+/**
+ * Errors of the definition language and of enqueue: what a caller of Roster can get
+ * back for bad input. Every one is a tagged error with a readable message, so the CLI
+ * prints one line and an Effect caller can `catchTag` precisely.
+ */
+import { Data } from "effect"
+
+/** A payload did not match the Job's Schema at enqueue; nothing was written. */
+export class InvalidPayload extends Data.TaggedError("InvalidPayload")<{
+  readonly job: string
+  readonly message: string
+}> {}
+
+/** No Job with this id is registered. */
+export class UnknownJob extends Data.TaggedError("UnknownJob")<{
+  readonly job: string
+  readonly message: string
+}> {}
+
+/** The encoded payload is larger than the configured limit. */
+export class PayloadTooLarge extends Data.TaggedError("PayloadTooLarge")<{
+  readonly job: string
+  readonly bytes: number
+  readonly limit: number
+  readonly message: string
+}> {}
+
+/** A payload or result could not be represented as JSON. */
+export class NotJsonSafe extends Data.TaggedError("NotJsonSafe")<{
+  readonly job: string
+  readonly message: string
+}> {}
+
+/** The definitions given to a Registry are inconsistent (duplicate id, undeclared queue, bad name). */
+export class InvalidDefinition extends Data.TaggedError("InvalidDefinition")<{
+  readonly message: string
+  readonly file?: string | undefined
+  readonly id?: string | undefined
+}> {}
+
+/** An execution was not found. */
+export class ExecutionNotFound extends Data.TaggedError("ExecutionNotFound")<{
+  readonly id: string
+  readonly message: string
+}> {}
+
+/** An operation was refused because of the execution's state (e.g. retrying a running execution). */
+export class InvalidTransition extends Data.TaggedError("InvalidTransition")<{
+  readonly id: string
+  readonly message: string
+}> {}
+
+/**
+ * A handler failure that must not be retried. Handlers return it through
+ * `Job.permanent(reason)`; the execution fails at once whatever attempts remain.
+ */
+export class PermanentFailure extends Data.TaggedError("PermanentFailure")<{
+  readonly message: string
+  readonly cause?: unknown
+}> {}
+
+/** The handler ran longer than the Job's timeout. Transient. */
+export class JobTimeout extends Data.TaggedError("JobTimeout")<{
+  readonly message: string
+  readonly timeoutMs: number
+}> {}
+
+/** A stored payload no longer decodes with the Job's Schema. Permanent. */
+export class UndecodablePayload extends Data.TaggedError("UndecodablePayload")<{
+  readonly message: string
+}> {}

@@ -1,0 +1,76 @@
+/**
+ * The stored shape of a Job Execution and of its attempts, as the Store returns them.
+ *
+ * States: queued → running → succeeded | failed | cancelled. A retry goes back to
+ * queued with a later runAt. "scheduled" (queued, runAt in the future) and "retrying"
+ * (queued, attempt > 0) are views, not states.
+ */
+import type { RetrySnapshot } from "../jobs/RetryPolicy.ts"
+
+/** The stored states of an execution. */
+export const states = ["queued", "running", "succeeded", "failed", "cancelled"] as const
+
+/** One stored state. */
+export type ExecutionState = (typeof states)[number]
+
+/** The last error of an execution or the error of an attempt. */
+export interface ExecutionError {
+  readonly tag: string
+  readonly message: string
+  readonly retryable: boolean
+  /** A readable rendering of the cause, with stack for defects. */
+  readonly pretty: string
+}
+
+/** A Job Execution. Times are epoch milliseconds. */
+export interface Execution {
+  readonly id: string
+  readonly job: string
+  readonly queue: string
+  readonly state: ExecutionState
+  readonly payload: unknown
+  readonly priority: number
+  /** Attempts charged so far; the running attempt is `attempt`. */
+  readonly attempt: number
+  readonly maxAttempts: number
+  readonly retry: RetrySnapshot
+  readonly timeoutMs: number
+  readonly runAt: number
+  readonly createdAt: number
+  readonly startedAt: number | null
+  readonly finishedAt: number | null
+  readonly leaseOwner: string | null
+  readonly leaseExpiresAt: number | null
+  readonly cancelRequested: boolean
+  readonly idempotencyKey: string | null
+  readonly scheduleId: string | null
+  readonly fireAt: number | null
+  /** The execution this one is a manual retry of. */
+  readonly retryOf: string | null
+  readonly result: unknown
+  readonly error: ExecutionError | null
+}
+
+/** Outcomes an attempt can end with. `released` is not charged and writes no attempt row. */
+export type AttemptOutcome = "succeeded" | "failed" | "retrying" | "cancelled" | "lease_expired"
+
+/** One attempt of an execution. */
+export interface Attempt {
+  readonly executionId: string
+  readonly attempt: number
+  readonly worker: string
+  readonly startedAt: number
+  readonly finishedAt: number
+  readonly outcome: AttemptOutcome
+  readonly error: ExecutionError | null
+}
+
+/** A persisted durable step result. */
+export interface Step {
+  readonly executionId: string
+  readonly name: string
+  /** The step's result, encoded JSON text. */
+  readonly output: string
+  readonly attempt: number
+  readonly createdAt: number
+}

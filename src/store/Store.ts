@@ -1,0 +1,124 @@
+/**
+ * The Store contract: every durable transition of DESIGN §2 as one operation. Two
+ * implementations (sqlite/, postgres/) satisfy it and one conformance suite
+ * (tests/store) checks both. Runtime code never holds SQL; it asks the Store.
+ *
+ * Fencing: every outcome names the worker and attempt that produced it and is applied
+ * only `WHERE id = ? AND lease_owner = ? AND attempt = ? AND state = 'running'`; a
+ * stale outcome changes nothing and is reported as not applied.
+ */
+import { Context, Data, type Effect } from "effect"
+import type { RetrySnapshot } from "../jobs/RetryPolicy.ts"
+import type { Attempt, Execution, ExecutionError, ExecutionState, Step } from "./Execution.ts"
+
+/** A failure of the store itself (I/O, lock timeout, corrupt file). Mapped once, at the store boundary. */
+export class StoreError extends Data.TaggedError("StoreError")<{
+  readonly message: string
+  readonly cause?: unknown
+}> {}
+
+/** One execution to insert. */
+export interface InsertRequest {
+  readonly id: string
+  readonly job: string
+  readonly queue: string
+  /** Encoded payload, JSON text. */
+  readonly payload: string
+  readonly priority: number
+  readonly retry: RetrySnapshot
+  readonly timeoutMs: number
+  readonly runAt: number
+  readonly now: number
+  readonly idempotencyKey: string | null
+  readonly scheduleId?: string | null
+  readonly fireAt?: number | null
+  readonly retryOf?: string | null
+}
+
+/** Result of an insert: the execution's id, and whether it is new or an existing one with the same (job, key). */
+export interface InsertResult {
+  readonly id: string
+  readonly inserted: boolean
+}
+
+/** Claim up to `limit` due executions of `queue` whose job is in `jobs`, in claim order. */
+export interface ClaimRequest {
+  readonly queue: string
+  readonly jobs: ReadonlyArray<string>
+  readonly workerId: string
+  readonly limit: number
+  readonly now: number
+  readonly leaseMs: number
+}
+
+/** Identifies the attempt an outcome belongs to, for fencing. */
+export interface Fence {
+  readonly id: string
+  readonly workerId: string
+  readonly attempt: number
+}
+
+/** How an attempt ended, as written by the Recorder or the Reaper. */
+export type Outcome =
+  | (Fence & { readonly kind: "succeeded"; readonly result: string | null; readonly now: number; readonly startedAt: number })
+  | (Fence & { readonly kind: "retry"; readonly runAt: number; readonly error: ExecutionError; readonly now: number; readonly startedAt: number; readonly expired?: boolean })
+  | (Fence & { readonly kind: "failed"; readonly error: ExecutionError; readonly now: number; readonly startedAt: number; readonly expired?: boolean })
+  | (Fence & { readonly kind: "cancelled"; readonly error: ExecutionError | null; readonly now: number; readonly startedAt: number })
+  | (Fence & { readonly kind: "released"; readonly now: number })
+
+/** Filters of list and count. */
+export interface ExecutionFilter {
+  readonly job?: string | undefined
+  readonly queue?: string | undefined
+  readonly state?: ExecutionState | undefined
+  /** Only executions created at or after this time. */
+  readonly since?: number | undefined
+  readonly scheduleId?: string | undefined
+  readonly limit?: number | undefined
+  /** Page backwards from this id (exclusive); lists are newest first. */
+  readonly before?: string | undefined
+}
+
+/** What a heartbeat learns about this worker's in-flight executions. */
+export interface HeartbeatResult {
+  /** Executions whose lease this worker still holds (and now extended). */
+  readonly held: ReadonlyArray<{ readonly id: string; readonly attempt: number; readonly cancelRequested: boolean }>
+}
+
+/** What `executionsCancel` did. */
+export type CancelResult = "cancelled" | "requested" | "already-finished"
+
+/** The Store service. */
+export class Store extends Context.Service<Store, {
+  /** Applies pending migrations; safe when several processes start at once. */
+  readonly migrate: Effect.Effect<void, StoreError>
+  /** Inserts executions in one transaction; an existing (job, idempotency key) returns the existing id. */
+  readonly executionsInsert: (rows: ReadonlyArray<InsertRequest>) => Effect.Effect<ReadonlyArray<InsertResult>, StoreError>
+  /** Claims due executions in claim order (priority DESC, run_at, id), leasing them to the worker. */
+  readonly executionsClaim: (req: ClaimRequest) => Effect.Effect<ReadonlyArray<Execution>, StoreError>
+  /** Applies outcomes in one transaction; returns, for each, whether it was applied (false: lease lost). */
+  readonly executionsFinish: (outcomes: ReadonlyArray<Outcome>) => Effect.Effect<ReadonlyArray<boolean>, StoreError>
+  /** Extends every lease the worker holds; reports which it still holds and which were asked to cancel. */
+  readonly executionsHeartbeat: (req: { readonly workerId: string; readonly now: number; readonly leaseMs: number }) => Effect.Effect<HeartbeatResult, StoreError>
+  /** Running executions whose lease expired before `now`. */
+  readonly executionsExpired: (req: { readonly now: number; readonly limit: number }) => Effect.Effect<ReadonlyArray<Execution>, StoreError>
+  readonly executionsGet: (id: string) => Effect.Effect<Execution | null, StoreError>
+  /** Newest first. */
+  readonly executionsList: (filter: ExecutionFilter) => Effect.Effect<ReadonlyArray<Execution>, StoreError>
+  readonly executionsCount: (filter: ExecutionFilter) => Effect.Effect<Record<ExecutionState, number>, StoreError>
+  /** Cancels a queued execution at once; asks a running one to stop (its worker interrupts it at the next heartbeat). */
+  readonly executionsCancel: (req: { readonly id: string; readonly now: number }) => Effect.Effect<CancelResult | null, StoreError>
+  /** Queued executions whose job is not in `known` (no running worker can claim them). */
+  readonly executionsUnknownJobs: (known: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<{ readonly job: string; readonly count: number }>, StoreError>
+  readonly attemptsList: (executionId: string) => Effect.Effect<ReadonlyArray<Attempt>, StoreError>
+  readonly stepsList: (executionId: string) => Effect.Effect<ReadonlyArray<Step>, StoreError>
+  /** Records a step's result; a second save of one name keeps the first (returns false). */
+  readonly stepsSave: (step: Step) => Effect.Effect<boolean, StoreError>
+  /**
+   * A number that changes whenever another process commits to the store: a cheap
+   * cross-process wake-up signal (SQLite's data_version). Null when unsupported.
+   */
+  readonly changeToken: Effect.Effect<number | null, StoreError>
+  /** Closes connections. */
+  readonly close: Effect.Effect<void>
+}>()("roster/Store") {}

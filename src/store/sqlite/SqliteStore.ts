@@ -1,0 +1,320 @@
+/**
+ * The Store on an embedded SQLite file through `bun:sqlite`.
+ *
+ * Limits, plainly: one file, one writer at a time (other processes wait on
+ * busy_timeout); cross-process wake-ups come from polling `PRAGMA data_version`, which
+ * changes whenever another connection commits. Calls are synchronous under the hood,
+ * so each operation is short and batched: group commit is what makes it fast at
+ * `synchronous=FULL`.
+ */
+import type { Database } from "bun:sqlite"
+import { Clock, Effect, Layer } from "effect"
+import type { Attempt, Execution, ExecutionState, Step } from "../Execution.ts"
+import { states } from "../Execution.ts"
+import type { CancelResult, ExecutionFilter, InsertRequest, InsertResult, Outcome } from "../Store.ts"
+import { Store, StoreError } from "../Store.ts"
+import { applyMigrations, openDatabase, type SqliteOptions } from "./SqliteConnection.ts"
+
+export type { SqliteOptions } from "./SqliteConnection.ts"
+
+interface ExecutionRow {
+  id: string
+  job: string
+  queue: string
+  state: ExecutionState
+  payload: string
+  priority: number
+  attempt: number
+  max_attempts: number
+  retry: string
+  timeout_ms: number
+  run_at: number
+  created_at: number
+  started_at: number | null
+  finished_at: number | null
+  lease_owner: string | null
+  lease_expires_at: number | null
+  cancel_requested: number
+  idempotency_key: string | null
+  schedule_id: string | null
+  fire_at: number | null
+  retry_of: string | null
+  result: string | null
+  error: string | null
+}
+
+const parseJson = (text: string | null): unknown => (text === null ? null : JSON.parse(text))
+
+/** Maps a stored row to an Execution. */
+export const toExecution = (r: ExecutionRow): Execution => ({
+  id: r.id,
+  job: r.job,
+  queue: r.queue,
+  state: r.state,
+  payload: parseJson(r.payload),
+  priority: r.priority,
+  attempt: r.attempt,
+  maxAttempts: r.max_attempts,
+  retry: JSON.parse(r.retry),
+  timeoutMs: r.timeout_ms,
+  runAt: r.run_at,
+  createdAt: r.created_at,
+  startedAt: r.started_at,
+  finishedAt: r.finished_at,
+  leaseOwner: r.lease_owner,
+  leaseExpiresAt: r.lease_expires_at,
+  cancelRequested: r.cancel_requested === 1,
+  idempotencyKey: r.idempotency_key,
+  scheduleId: r.schedule_id,
+  fireAt: r.fire_at,
+  retryOf: r.retry_of,
+  result: parseJson(r.result),
+  error: parseJson(r.error) as Execution["error"]
+})
+
+const byClaimOrder = (a: Execution, b: Execution) =>
+  b.priority - a.priority || a.runAt - b.runAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+
+/**
+ * The synchronous statements of the SQLite store, prepared once. Exposed so that
+ * transactional enqueue can run the same insert on a caller's own connection.
+ */
+export const makeStatements = (db: Database) => {
+  const insert = db.query<{ id: string }, Array<string | number | null>>(
+    `INSERT INTO roster_executions (id, job, queue, state, payload, priority, attempt, max_attempts, retry, timeout_ms,
+       run_at, created_at, idempotency_key, schedule_id, fire_at, retry_of)
+     VALUES (?, ?, ?, 'queued', ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT DO NOTHING RETURNING id`
+  )
+  const byKey = db.query<{ id: string }, [string, string]>(
+    "SELECT id FROM roster_executions WHERE job = ? AND idempotency_key = ?"
+  )
+  const insertOne = (r: InsertRequest): InsertResult => {
+    const key = r.idempotencyKey
+    const row = insert.get(
+      r.id, r.job, r.queue, r.payload, r.priority, r.retry.attempts, JSON.stringify(r.retry), r.timeoutMs,
+      r.runAt, r.now, key, r.scheduleId ?? null, r.fireAt ?? null, r.retryOf ?? null
+    )
+    if (row) return { id: row.id, inserted: true }
+    if (key === null) throw new Error(`execution id ${r.id} already exists`)
+    const existing = byKey.get(r.job, key)
+    if (!existing) throw new Error(`insert of ${r.job} with key ${key} conflicted but no row was found`)
+    return { id: existing.id, inserted: false }
+  }
+  return { insertOne }
+}
+
+/** Builds the SQLite Store over an open database. */
+export const makeSqliteStore = (db: Database): Store["Service"] => {
+  const { insertOne } = makeStatements(db)
+  const claim = db.query<ExecutionRow, [string, number, number, string, string, number]>(
+    `UPDATE roster_executions
+        SET state = 'running', attempt = attempt + 1, lease_owner = ?1, lease_expires_at = ?2, started_at = ?3
+      WHERE id IN (
+        SELECT id FROM roster_executions INDEXED BY roster_executions_claim
+         WHERE state = 'queued' AND queue = ?4 AND run_at <= ?3 AND job IN (SELECT value FROM json_each(?5))
+         ORDER BY priority DESC, run_at, id
+         LIMIT ?6)
+      RETURNING *`
+  )
+  const finishSucceeded = db.query(
+    `UPDATE roster_executions SET state = 'succeeded', result = ?, finished_at = ?, lease_owner = NULL, lease_expires_at = NULL
+      WHERE id = ? AND lease_owner = ? AND attempt = ? AND state = 'running'`
+  )
+  const finishRetry = db.query(
+    `UPDATE roster_executions SET state = 'queued', run_at = ?, error = ?, lease_owner = NULL, lease_expires_at = NULL
+      WHERE id = ? AND lease_owner = ? AND attempt = ? AND state = 'running'`
+  )
+  const finishFailed = db.query(
+    `UPDATE roster_executions SET state = 'failed', error = ?, finished_at = ?, lease_owner = NULL, lease_expires_at = NULL
+      WHERE id = ? AND lease_owner = ? AND attempt = ? AND state = 'running'`
+  )
+  const finishCancelled = db.query(
+    `UPDATE roster_executions SET state = 'cancelled', error = ?, finished_at = ?, lease_owner = NULL, lease_expires_at = NULL
+      WHERE id = ? AND lease_owner = ? AND attempt = ? AND state = 'running'`
+  )
+  const finishReleased = db.query(
+    `UPDATE roster_executions SET state = 'queued', attempt = attempt - 1, started_at = NULL, lease_owner = NULL, lease_expires_at = NULL
+      WHERE id = ? AND lease_owner = ? AND attempt = ? AND state = 'running'`
+  )
+  const insertAttempt = db.query(
+    `INSERT OR REPLACE INTO roster_attempts (execution_id, attempt, worker, started_at, finished_at, outcome, error)
+     VALUES (?, ?, ?, ?, ?, ?, ?)`
+  )
+  const heartbeat = db.query<{ id: string; attempt: number; cancel_requested: number }, [number, string]>(
+    `UPDATE roster_executions SET lease_expires_at = ? WHERE lease_owner = ? AND state = 'running'
+      RETURNING id, attempt, cancel_requested`
+  )
+  const expired = db.query<ExecutionRow, [number, number]>(
+    `SELECT * FROM roster_executions INDEXED BY roster_executions_expiry
+      WHERE state = 'running' AND lease_expires_at < ? ORDER BY lease_expires_at LIMIT ?`
+  )
+  const getOne = db.query<ExecutionRow, [string]>("SELECT * FROM roster_executions WHERE id = ?")
+  const cancelQueued = db.query(
+    "UPDATE roster_executions SET state = 'cancelled', finished_at = ? WHERE id = ? AND state = 'queued'"
+  )
+  const cancelRunning = db.query(
+    "UPDATE roster_executions SET cancel_requested = 1 WHERE id = ? AND state = 'running'"
+  )
+  const attempts = db.query<
+    { execution_id: string; attempt: number; worker: string; started_at: number; finished_at: number; outcome: Attempt["outcome"]; error: string | null },
+    [string]
+  >("SELECT * FROM roster_attempts WHERE execution_id = ? ORDER BY attempt")
+  const steps = db.query<{ execution_id: string; name: string; output: string; attempt: number; created_at: number }, [string]>(
+    "SELECT * FROM roster_steps WHERE execution_id = ? ORDER BY created_at, name"
+  )
+  const stepSave = db.query(
+    "INSERT INTO roster_steps (execution_id, name, output, attempt, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+  )
+  const dataVersion = db.query<{ data_version: number }, []>("PRAGMA data_version")
+  const unknownJobs = db.query<{ job: string; count: number }, [string]>(
+    `SELECT job, COUNT(*) AS count FROM roster_executions
+      WHERE state = 'queued' AND job NOT IN (SELECT value FROM json_each(?)) GROUP BY job ORDER BY job`
+  )
+
+  const insertMany = db.transaction((rows: ReadonlyArray<InsertRequest>) => rows.map(insertOne))
+
+  const applyOutcome = (o: Outcome): boolean => {
+    const fence = [o.id, o.workerId, o.attempt] as const
+    switch (o.kind) {
+      case "succeeded": {
+        if (finishSucceeded.run(o.result, o.now, ...fence).changes !== 1) return false
+        insertAttempt.run(o.id, o.attempt, o.workerId, o.startedAt, o.now, "succeeded", null)
+        return true
+      }
+      case "retry": {
+        if (finishRetry.run(o.runAt, JSON.stringify(o.error), ...fence).changes !== 1) return false
+        insertAttempt.run(o.id, o.attempt, o.workerId, o.startedAt, o.now, o.expired ? "lease_expired" : "retrying", JSON.stringify(o.error))
+        return true
+      }
+      case "failed": {
+        if (finishFailed.run(JSON.stringify(o.error), o.now, ...fence).changes !== 1) return false
+        insertAttempt.run(o.id, o.attempt, o.workerId, o.startedAt, o.now, o.expired ? "lease_expired" : "failed", JSON.stringify(o.error))
+        return true
+      }
+      case "cancelled": {
+        const error = o.error === null ? null : JSON.stringify(o.error)
+        if (finishCancelled.run(error, o.now, ...fence).changes !== 1) return false
+        insertAttempt.run(o.id, o.attempt, o.workerId, o.startedAt, o.now, "cancelled", error)
+        return true
+      }
+      case "released":
+        return finishReleased.run(...fence).changes === 1
+    }
+  }
+  const finishMany = db.transaction((outcomes: ReadonlyArray<Outcome>) => outcomes.map(applyOutcome))
+
+  const cancelOne = db.transaction((id: string, now: number): CancelResult | null => {
+    const row = getOne.get(id)
+    if (!row) return null
+    if (row.state === "queued") {
+      cancelQueued.run(now, id)
+      return "cancelled"
+    }
+    if (row.state === "running") {
+      cancelRunning.run(id)
+      return "requested"
+    }
+    return "already-finished"
+  })
+
+  const whereOf = (f: ExecutionFilter): { sql: string; params: Array<string | number> } => {
+    const clauses: Array<string> = []
+    const params: Array<string | number> = []
+    if (f.job !== undefined) (clauses.push("job = ?"), params.push(f.job))
+    if (f.queue !== undefined) (clauses.push("queue = ?"), params.push(f.queue))
+    if (f.state !== undefined) (clauses.push("state = ?"), params.push(f.state))
+    if (f.since !== undefined) (clauses.push("created_at >= ?"), params.push(f.since))
+    if (f.scheduleId !== undefined) (clauses.push("schedule_id = ?"), params.push(f.scheduleId))
+    if (f.before !== undefined) (clauses.push("id < ?"), params.push(f.before))
+    return { sql: clauses.length ? ` WHERE ${clauses.join(" AND ")}` : "", params }
+  }
+
+  const attempt = <A>(what: string, f: () => A): Effect.Effect<A, StoreError> =>
+    Effect.try({ try: f, catch: (cause) => toStoreError(what, cause) })
+
+  return Store.of({
+    migrate: Effect.flatMap(Clock.currentTimeMillis, (now) => attempt("migrate", () => void applyMigrations(db, now))),
+    executionsInsert: (rows) => attempt("insert executions", () => (rows.length === 0 ? [] : insertMany.immediate(rows))),
+    executionsClaim: (req) =>
+      attempt("claim executions", () => {
+        if (req.limit <= 0 || req.jobs.length === 0) return []
+        const rows = claim.all(req.workerId, req.now + req.leaseMs, req.now, req.queue, JSON.stringify(req.jobs), req.limit)
+        return rows.map(toExecution).sort(byClaimOrder)
+      }),
+    executionsFinish: (outcomes) => attempt("record outcomes", () => (outcomes.length === 0 ? [] : finishMany.immediate(outcomes))),
+    executionsHeartbeat: (req) =>
+      attempt("heartbeat", () => ({
+        held: heartbeat.all(req.now + req.leaseMs, req.workerId).map((r) => ({
+          id: r.id,
+          attempt: r.attempt,
+          cancelRequested: r.cancel_requested === 1
+        }))
+      })),
+    executionsExpired: (req) => attempt("find expired leases", () => expired.all(req.now, req.limit).map(toExecution)),
+    executionsGet: (id) => attempt("get execution", () => {
+      const row = getOne.get(id)
+      return row ? toExecution(row) : null
+    }),
+    executionsList: (filter) =>
+      attempt("list executions", () => {
+        const w = whereOf(filter)
+        const limit = Math.max(1, Math.min(filter.limit ?? 100, 10_000))
+        return db.query<ExecutionRow, Array<string | number>>(`SELECT * FROM roster_executions${w.sql} ORDER BY id DESC LIMIT ${limit}`)
+          .all(...w.params).map(toExecution)
+      }),
+    executionsCount: (filter) =>
+      attempt("count executions", () => {
+        const w = whereOf(filter)
+        const counts = Object.fromEntries(states.map((s) => [s, 0])) as Record<ExecutionState, number>
+        for (const r of db.query<{ state: ExecutionState; n: number }, Array<string | number>>(
+          `SELECT state, COUNT(*) AS n FROM roster_executions${w.sql} GROUP BY state`
+        ).all(...w.params)) counts[r.state] = r.n
+        return counts
+      }),
+    executionsCancel: (req) => attempt("cancel execution", () => cancelOne.immediate(req.id, req.now)),
+    executionsUnknownJobs: (known) => attempt("find unknown jobs", () => unknownJobs.all(JSON.stringify(known))),
+    attemptsList: (id) =>
+      attempt("list attempts", () =>
+        attempts.all(id).map((r) => ({
+          executionId: r.execution_id,
+          attempt: r.attempt,
+          worker: r.worker,
+          startedAt: r.started_at,
+          finishedAt: r.finished_at,
+          outcome: r.outcome,
+          error: parseJson(r.error) as Attempt["error"]
+        }))),
+    stepsList: (id) =>
+      attempt("list steps", () =>
+        steps.all(id).map((r): Step => ({ executionId: r.execution_id, name: r.name, output: r.output, attempt: r.attempt, createdAt: r.created_at }))),
+    stepsSave: (s) => attempt("save step", () => stepSave.run(s.executionId, s.name, s.output, s.attempt, s.createdAt).changes === 1),
+    changeToken: attempt("read data_version", () => dataVersion.get()?.data_version ?? null),
+    close: Effect.sync(() => db.close(false))
+  })
+}
+
+/** Maps a SQLite failure to one readable StoreError. */
+export const toStoreError = (what: string, cause: unknown): StoreError => {
+  const message = cause instanceof Error ? cause.message : String(cause)
+  const hint = /database is locked|SQLITE_BUSY/i.test(message) ? " (the database is locked by another process; busy_timeout elapsed)" : ""
+  return new StoreError({ message: `${what}: ${message}${hint}`, cause })
+}
+
+/** The SQLite Store as a Layer: opens the file, migrates, closes it with the scope. */
+export const layerSqlite = (options: SqliteOptions): Layer.Layer<Store, StoreError> =>
+  Layer.effect(
+    Store,
+    Effect.acquireRelease(
+      Effect.gen(function*() {
+        const db = yield* Effect.try({
+          try: () => openDatabase(options),
+          catch: (cause) => new StoreError({ message: (cause as Error).message, cause })
+        })
+        const store = makeSqliteStore(db)
+        yield* store.migrate.pipe(Effect.tapError(() => Effect.sync(() => db.close(false))))
+        return store
+      }),
+      (store) => store.close
+    )
+  )
