@@ -102,6 +102,11 @@ export class Store extends Context.Service<Store, {
   readonly executionsHeartbeat: (req: { readonly workerId: string; readonly now: number; readonly leaseMs: number }) => Effect.Effect<HeartbeatResult, StoreError>
   /** Running executions whose lease expired before `now`. */
   readonly executionsExpired: (req: { readonly now: number; readonly limit: number }) => Effect.Effect<ReadonlyArray<Execution>, StoreError>
+  /**
+   * Whether any work remains for these (queue, jobs) pairs: a due queued execution, or a
+   * running one whose lease expired (it will come back). Used by `--exit-when-idle`.
+   */
+  readonly executionsHasWork: (req: { readonly queues: ReadonlyArray<{ readonly queue: string; readonly jobs: ReadonlyArray<string> }>; readonly now: number }) => Effect.Effect<boolean, StoreError>
   readonly executionsGet: (id: string) => Effect.Effect<Execution | null, StoreError>
   /** Newest first. */
   readonly executionsList: (filter: ExecutionFilter) => Effect.Effect<ReadonlyArray<Execution>, StoreError>

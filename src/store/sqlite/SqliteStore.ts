@@ -149,6 +149,13 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
     `SELECT * FROM roster_executions INDEXED BY roster_executions_expiry
       WHERE state = 'running' AND lease_expires_at < ? ORDER BY lease_expires_at LIMIT ?`
   )
+  const hasDue = db.query<{ one: number }, [string, number, string]>(
+    `SELECT 1 AS one FROM roster_executions INDEXED BY roster_executions_claim
+      WHERE state = 'queued' AND queue = ? AND run_at <= ? AND job IN (SELECT value FROM json_each(?)) LIMIT 1`
+  )
+  const hasExpired = db.query<{ one: number }, [number]>(
+    "SELECT 1 AS one FROM roster_executions INDEXED BY roster_executions_expiry WHERE state = 'running' AND lease_expires_at < ? LIMIT 1"
+  )
   const getOne = db.query<ExecutionRow, [string]>("SELECT * FROM roster_executions WHERE id = ?")
   const cancelQueued = db.query(
     "UPDATE roster_executions SET state = 'cancelled', finished_at = ? WHERE id = ? AND state = 'queued'"
@@ -252,6 +259,9 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
         }))
       })),
     executionsExpired: (req) => attempt("find expired leases", () => expired.all(req.now, req.limit).map(toExecution)),
+    executionsHasWork: (req) =>
+      attempt("look for work", () =>
+        hasExpired.get(req.now) !== null || req.queues.some((q) => q.jobs.length > 0 && hasDue.get(q.queue, req.now, JSON.stringify(q.jobs)) !== null)),
     executionsGet: (id) => attempt("get execution", () => {
       const row = getOne.get(id)
       return row ? toExecution(row) : null
@@ -311,9 +321,11 @@ export const layerSqlite = (options: SqliteOptions): Layer.Layer<Store, StoreErr
           try: () => openDatabase(options),
           catch: (cause) => new StoreError({ message: (cause as Error).message, cause })
         })
-        const store = makeSqliteStore(db)
-        yield* store.migrate.pipe(Effect.tapError(() => Effect.sync(() => db.close(false))))
-        return store
+        const now = yield* Clock.currentTimeMillis
+        return yield* Effect.try({
+          try: () => (applyMigrations(db, now), makeSqliteStore(db)),
+          catch: (cause) => (db.close(false), toStoreError(`prepare database ${options.path}`, cause))
+        })
       }),
       (store) => store.close
     )

@@ -1,0 +1,86 @@
+/**
+ * One Dispatcher per served queue. It owns the queue's Semaphore (the worker's
+ * concurrency for that queue): it waits for a free permit, takes every other free
+ * permit up to the batch size, claims that many due executions of the Jobs this worker
+ * knows, and hands each to the WorkerPool, which returns the permit once the outcome
+ * is recorded.
+ *
+ * States: claiming → (all permits used) waiting for a permit → claiming;
+ *         claiming → (fewer due than permits) sleeping → claiming.
+ * It sleeps until a wake-up (an in-process enqueue, a retry falling due, another
+ * process's commit seen by the change watcher), the earliest due time it was told
+ * of, or the poll interval — whichever comes first.
+ */
+import { Clock, Effect, Queue, Semaphore } from "effect"
+import type { QueueConfig } from "../jobs/QueueConfig.ts"
+import { Store } from "../store/Store.ts"
+import type { WakeBus } from "./WakeBus.ts"
+import type { WorkerPool } from "./WorkerPool.ts"
+
+/** Options of a Dispatcher. */
+export interface DispatcherOptions {
+  readonly queue: QueueConfig
+  /** Ids of the Jobs on this queue this worker has handlers for. */
+  readonly jobs: ReadonlyArray<string>
+  readonly workerId: string
+  readonly leaseMs: number
+  readonly pollMs: number
+  /** Most executions claimed in one statement. */
+  readonly batchSize: number
+  readonly pool: WorkerPool
+  readonly bus: WakeBus
+}
+
+/** The Dispatcher's loop, to be run under supervise(). Also returns a `wake` to poke it. */
+export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
+  const store = yield* Store
+  const semaphore = yield* Semaphore.make(options.queue.concurrency)
+  const mailbox = yield* Queue.unbounded<number>()
+  const unsubscribe = options.bus.subscribe(options.queue.name, (dueAt) => Queue.offerUnsafe(mailbox, dueAt))
+  yield* Effect.addFinalizer(() => Effect.sync(unsubscribe))
+  const maxBatch = Math.max(1, Math.min(options.batchSize, options.queue.concurrency))
+  let nextDueAt = Infinity
+
+  const sleep = Effect.gen(function*() {
+    const start = yield* Clock.currentTimeMillis
+    const deadline = Math.min(start + options.pollMs, nextDueAt)
+    let now = start
+    while (now < deadline) {
+      const woke = yield* Queue.takeAll(mailbox).pipe(Effect.timeoutOption(deadline - now))
+      now = yield* Clock.currentTimeMillis
+      if (woke._tag === "None") break
+      const earliest = Math.min(...woke.value)
+      if (earliest <= now) break
+      nextDueAt = Math.min(nextDueAt, earliest)
+      if (nextDueAt <= now) break
+    }
+    if (nextDueAt <= now) nextDueAt = Infinity
+  })
+
+  const loop = Effect.gen(function*() {
+    while (true) {
+      yield* semaphore.take(1)
+      let permits = 1
+      while (permits < maxBatch && (yield* semaphore.takeIfAvailable(1))) permits++
+      // Claimed work must reach the pool even if we are interrupted mid-way (shutdown),
+      // or it would sit leased to nobody until its lease expired.
+      const claimed = yield* Effect.uninterruptible(Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const claimed = yield* store.executionsClaim({
+          queue: options.queue.name,
+          jobs: options.jobs,
+          workerId: options.workerId,
+          limit: permits,
+          now,
+          leaseMs: options.leaseMs
+        }).pipe(Effect.onError(() => semaphore.release(permits)))
+        if (claimed.length < permits) yield* semaphore.release(permits - claimed.length)
+        for (const execution of claimed) yield* options.pool.run(execution, Effect.asVoid(semaphore.release(1)))
+        return claimed
+      }))
+      if (claimed.length < permits) yield* sleep
+    }
+  }).pipe(Effect.annotateLogs("queue", options.queue.name))
+
+  return { loop, wake: (dueAt: number) => Queue.offerUnsafe(mailbox, dueAt) }
+})

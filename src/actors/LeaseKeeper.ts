@@ -1,0 +1,38 @@
+/**
+ * The LeaseKeeper heartbeats: every interval it extends, in one statement, the lease
+ * of every execution this worker holds, and compares what the store says it holds
+ * with what is running here. A running execution the store no longer leases to us was
+ * recovered by someone else: its handler is interrupted and its outcome dropped. A
+ * held execution with a cancel request is interrupted and recorded as cancelled.
+ */
+import { Clock, Effect } from "effect"
+import { Store } from "../store/Store.ts"
+import type { WorkerPool } from "./WorkerPool.ts"
+
+/** One heartbeat; exported so tests can drive it without waiting. */
+export const beat = Effect.fnUntraced(function*(options: { readonly workerId: string; readonly leaseMs: number; readonly pool: WorkerPool }) {
+  const store = yield* Store
+  const running = options.pool.running()
+  const now = yield* Clock.currentTimeMillis
+  const { held } = yield* store.executionsHeartbeat({ workerId: options.workerId, now, leaseMs: options.leaseMs })
+  const byId = new Map(held.map((h) => [h.id, h]))
+  for (const id of running) {
+    const h = byId.get(id)
+    if (!h) {
+      yield* Effect.logWarning(`lease on ${id} is no longer ours; interrupting its handler`)
+      yield* options.pool.interrupt(id, "lost")
+    } else if (h.cancelRequested) {
+      yield* Effect.logInfo(`cancel requested for ${id}; interrupting its handler`)
+      yield* options.pool.interrupt(id, "cancel")
+    }
+  }
+})
+
+/** The LeaseKeeper's loop, to be run under supervise(). */
+export const loop = (options: { readonly workerId: string; readonly leaseMs: number; readonly heartbeatMs: number; readonly pool: WorkerPool }) =>
+  Effect.gen(function*() {
+    while (true) {
+      yield* Effect.sleep(options.heartbeatMs)
+      yield* beat(options).pipe(Effect.catchTag("StoreError", (e) => Effect.logError(`heartbeat failed: ${e.message}`)))
+    }
+  })

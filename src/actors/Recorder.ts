@@ -1,0 +1,92 @@
+/**
+ * The Recorder owns the write path of executions. Callers (the Client's enqueues, the
+ * WorkerPool's outcomes, the Reaper's recoveries) send it messages; it takes every
+ * message waiting in its mailbox and commits them in one transaction per kind — group
+ * commit — then answers each caller. While one transaction is being written, the
+ * next batch accumulates, so the cost of an fsync is shared by everyone waiting.
+ *
+ * After a commit it notifies the in-process Dispatchers of newly due work. On scope
+ * close it stops taking new messages and drains what is already in the mailbox.
+ */
+import { Cause, Deferred, Effect, Fiber, Queue } from "effect"
+import type { InsertRequest, InsertResult, Outcome } from "../store/Store.ts"
+import { Store, StoreError } from "../store/Store.ts"
+import type { WakeBus } from "./WakeBus.ts"
+
+type Message =
+  | { readonly _tag: "Insert"; readonly rows: ReadonlyArray<InsertRequest>; readonly reply: Deferred.Deferred<ReadonlyArray<InsertResult>, StoreError> }
+  | { readonly _tag: "Finish"; readonly outcome: Outcome; readonly queue: string; readonly reply: Deferred.Deferred<boolean, StoreError> }
+
+/** The Recorder's interface: each call resolves once its write is committed. */
+export interface Recorder {
+  readonly insert: (rows: ReadonlyArray<InsertRequest>) => Effect.Effect<ReadonlyArray<InsertResult>, StoreError>
+  /** Applies an outcome; false means the lease was lost and the outcome was dropped. */
+  readonly finish: (outcome: Outcome, queue: string) => Effect.Effect<boolean, StoreError>
+}
+
+const stopped = new StoreError({ message: "the recorder has stopped (the runtime is shutting down)" })
+
+/** Starts a Recorder in the current scope. */
+export const make = Effect.fnUntraced(function*(bus: WakeBus) {
+  const store = yield* Store
+  const mailbox = yield* Queue.unbounded<Message, Cause.Done>()
+
+  const commit = (batch: ReadonlyArray<Message>) =>
+    Effect.gen(function*() {
+      const inserts = batch.filter((m): m is Extract<Message, { _tag: "Insert" }> => m._tag === "Insert")
+      const finishes = batch.filter((m): m is Extract<Message, { _tag: "Finish" }> => m._tag === "Finish")
+      if (inserts.length > 0) {
+        const rows = inserts.flatMap((m) => m.rows)
+        const exit = yield* Effect.exit(store.executionsInsert(rows))
+        if (exit._tag === "Success") {
+          let i = 0
+          for (const m of inserts) {
+            yield* Deferred.succeed(m.reply, exit.value.slice(i, i + m.rows.length))
+            i += m.rows.length
+          }
+          const due = new Map<string, number>()
+          rows.forEach((r, j) => {
+            if (exit.value[j]?.inserted) due.set(r.queue, Math.min(due.get(r.queue) ?? Infinity, r.runAt))
+          })
+          for (const [queue, at] of due) bus.notify(queue, at)
+        } else {
+          for (const m of inserts) yield* Deferred.failCause(m.reply, exit.cause)
+        }
+      }
+      if (finishes.length > 0) {
+        const exit = yield* Effect.exit(store.executionsFinish(finishes.map((m) => m.outcome)))
+        if (exit._tag === "Success") {
+          for (const [j, m] of finishes.entries()) {
+            yield* Deferred.succeed(m.reply, exit.value[j] ?? false)
+            if (exit.value[j] && m.outcome.kind === "retry") bus.notify(m.queue, m.outcome.runAt)
+          }
+        } else {
+          for (const m of finishes) yield* Deferred.failCause(m.reply, exit.cause)
+        }
+      }
+    })
+
+  const loop = Effect.gen(function*() {
+    while (true) {
+      const batch = yield* Queue.takeAll(mailbox).pipe(Effect.catchCause(() => Effect.succeed(null)))
+      if (batch === null) return
+      yield* commit(batch)
+    }
+  }).pipe(Effect.annotateLogs("actor", "Recorder"))
+
+  const fiber = yield* Effect.forkDetach(Effect.uninterruptible(loop))
+  yield* Effect.addFinalizer(() => Queue.end(mailbox).pipe(Effect.andThen(Fiber.await(fiber))))
+
+  const send = <A>(make: (reply: Deferred.Deferred<A, StoreError>) => Message) =>
+    Effect.gen(function*() {
+      const reply = yield* Deferred.make<A, StoreError>()
+      const accepted = yield* Queue.offer(mailbox, make(reply))
+      if (!accepted) return yield* Effect.fail(stopped)
+      return yield* Deferred.await(reply)
+    })
+
+  return {
+    insert: (rows) => (rows.length === 0 ? Effect.succeed([]) : send((reply) => ({ _tag: "Insert", rows, reply }))),
+    finish: (outcome, queue) => send((reply) => ({ _tag: "Finish", outcome, queue, reply }))
+  } satisfies Recorder
+})

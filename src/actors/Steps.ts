@@ -1,0 +1,54 @@
+/**
+ * Durable steps of one attempt: `ctx.step(name, effect)` returns a stored result when
+ * an earlier attempt of the same execution completed that step, and otherwise runs
+ * the effect and persists its encoded result before returning it. Stored steps are
+ * loaded lazily, on the first `ctx.step` of an attempt, so Jobs without steps pay
+ * nothing. A name used twice in one attempt is a defect.
+ *
+ * What it cannot promise: a side effect that completed after the step's effect began
+ * but before its result was stored runs again on retry; hand `ctx.stepKey(name)` to
+ * the provider as its idempotency key.
+ */
+import { Clock, Effect, Schema } from "effect"
+import type { JobContext } from "../jobs/Job.ts"
+import type { Execution, Step } from "../store/Execution.ts"
+import type { Store } from "../store/Store.ts"
+
+/** Builds the handler context of one attempt. */
+export const makeContext = (store: Store["Service"], execution: Execution): JobContext => {
+  const used = new Set<string>()
+  let stored: Map<string, Step> | undefined
+  const load = Effect.gen(function*() {
+    if (!stored) stored = new Map((yield* Effect.orDie(store.stepsList(execution.id))).map((s) => [s.name, s]))
+    return stored
+  })
+  const step: JobContext["step"] = (name, effect, options) =>
+    Effect.gen(function*() {
+      if (used.has(name)) {
+        return yield* Effect.die(new Error(`step "${name}" was used twice in one attempt of execution ${execution.id} (${execution.job}); step names must be unique per handler run`))
+      }
+      used.add(name)
+      const codec = options?.schema ? Schema.toCodecJson(options.schema) : undefined
+      const previous = (yield* load).get(name)
+      if (previous) {
+        const raw = JSON.parse(previous.output)
+        return codec ? yield* Effect.orDie(Schema.decodeUnknownEffect(codec)(raw)) : raw
+      }
+      const value = yield* (Effect.isEffect(effect) ? effect : Effect.tryPromise({ try: effect as () => Promise<unknown>, catch: (e) => e }))
+      const encoded = codec ? yield* Effect.orDie(Schema.encodeUnknownEffect(codec)(value)) : value
+      const now = yield* Clock.currentTimeMillis
+      const output = JSON.stringify(encoded === undefined ? null : encoded)
+      yield* Effect.orDie(store.stepsSave({ executionId: execution.id, name, output, attempt: execution.attempt, createdAt: now }))
+      stored?.set(name, { executionId: execution.id, name, output, attempt: execution.attempt, createdAt: now })
+      return value
+    }) as Effect.Effect<any, any>
+  return {
+    executionId: execution.id,
+    job: execution.job,
+    attempt: execution.attempt,
+    maxAttempts: execution.maxAttempts,
+    scheduleId: execution.scheduleId,
+    step,
+    stepKey: (name) => `${execution.id}:${name}`
+  }
+}

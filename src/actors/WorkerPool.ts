@@ -1,0 +1,161 @@
+/**
+ * The WorkerPool runs claimed executions: one fiber per execution in a FiberMap keyed
+ * by execution id. Each fiber decodes the stored payload, runs the handler under the
+ * Job's timeout, and hands the outcome to the Recorder.
+ *
+ * Per execution: running → (recording) → done. An interrupt carries a reason:
+ * - `cancel`   an operator asked to stop it: recorded as cancelled (charged);
+ * - `shutdown` the worker is stopping: released back to queued, attempt not charged;
+ * - `lost`     another worker owns it now: nothing is written, the outcome is dropped.
+ * Once a fiber is recording, interrupts no longer apply: the outcome is already on its way.
+ */
+import { Cause, Clock, Effect, FiberMap, Metric, Random, Schema } from "effect"
+import type { Job } from "../jobs/Job.ts"
+import type { Registry } from "../jobs/Registry.ts"
+import * as RetryPolicy from "../jobs/RetryPolicy.ts"
+import * as Failure from "../jobs/Failure.ts"
+import { JobTimeout, UndecodablePayload } from "../jobs/errors.ts"
+import type { Execution, ExecutionError } from "../store/Execution.ts"
+import type { Outcome } from "../store/Store.ts"
+import { Store } from "../store/Store.ts"
+import * as Metrics from "./Metrics.ts"
+import type { Recorder } from "./Recorder.ts"
+import { makeContext } from "./Steps.ts"
+
+/** Why an in-flight execution is being interrupted. */
+export type InterruptReason = "cancel" | "shutdown" | "lost"
+
+/** The WorkerPool's interface. */
+export interface WorkerPool {
+  /** Starts running a claimed execution; `release` runs once its outcome is recorded. */
+  readonly run: (execution: Execution, release: Effect.Effect<void>) => Effect.Effect<void>
+  /** Interrupts an in-flight execution for a reason; a no-op once it is recording. */
+  readonly interrupt: (id: string, reason: InterruptReason) => Effect.Effect<void>
+  /** Ids of executions whose handler is running (not yet recording). */
+  readonly running: () => ReadonlyArray<string>
+  readonly size: Effect.Effect<number>
+  readonly awaitEmpty: Effect.Effect<void>
+}
+
+interface Slot {
+  reason: InterruptReason | undefined
+  recording: boolean
+}
+
+/** Picks the next attempt's fate: retry after a delay, or fail for good. */
+export const retryOrFail = (
+  job: Job | undefined,
+  execution: Pick<Execution, "attempt" | "retry">,
+  error: ExecutionError,
+  random: number,
+  now: number
+): { readonly kind: "retry"; readonly runAt: number } | { readonly kind: "failed" } => {
+  if (!error.retryable || !RetryPolicy.hasAttemptLeft(execution.retry, execution.attempt)) return { kind: "failed" }
+  const policy: RetryPolicy.RetryPolicy = job ? { snapshot: execution.retry, custom: job.retry.custom } : { snapshot: execution.retry }
+  return { kind: "retry", runAt: now + RetryPolicy.delayMs(policy, execution.attempt, error, random) }
+}
+
+const codecs = new WeakMap<object, Schema.Codec<any, any>>()
+const jsonCodec = (schema: Schema.Codec<any, any>) => {
+  let c = codecs.get(schema)
+  if (!c) codecs.set(schema, (c = Schema.toCodecJson(schema)))
+  return c
+}
+
+/** Starts a WorkerPool in the current scope. */
+export const make = Effect.fnUntraced(function*(options: {
+  readonly registry: Registry
+  readonly recorder: Recorder
+  readonly workerId: string
+}) {
+  const store = yield* Store
+  const fibers = yield* FiberMap.make<string>()
+  const slots = new Map<string, Slot>()
+  const { registry, recorder, workerId } = options
+
+  const execute = (job: Job, execution: Execution) =>
+    Effect.gen(function*() {
+      const payload = yield* Schema.decodeUnknownEffect(jsonCodec(job.payload))(execution.payload).pipe(
+        Effect.mapError((e) => new UndecodablePayload({ message: `stored payload does not match ${job.id}'s schema: ${e.message.replace(/\s*\n\s*/g, " ")}` }))
+      )
+      const ctx = makeContext(store, execution)
+      const result = yield* Effect.suspend(() => {
+        const r = job.handler(payload, ctx)
+        return Effect.isEffect(r) ? r : Effect.tryPromise({ try: () => r, catch: (e) => e })
+      }).pipe(
+        Effect.timeoutOrElse({
+          duration: execution.timeoutMs,
+          orElse: () => Effect.fail(new JobTimeout({ message: `timed out after ${execution.timeoutMs} ms`, timeoutMs: execution.timeoutMs }))
+        })
+      )
+      if (job.result === undefined) return JSON.stringify(result === undefined ? null : result)
+      const encoded = yield* Schema.encodeUnknownEffect(jsonCodec(job.result))(result).pipe(
+        Effect.mapError((e) => ({ _tag: "InvalidResult", message: `result does not match ${job.id}'s result schema: ${e.message}` }))
+      )
+      return JSON.stringify(encoded)
+    })
+
+  const outcomeOf = (job: Job | undefined, execution: Execution, exit: import("effect").Exit.Exit<string, unknown>, slot: Slot, now: number, random: number): Outcome | null => {
+    const base = { id: execution.id, workerId, attempt: execution.attempt, now, startedAt: execution.startedAt ?? now }
+    if (exit._tag === "Success") return { ...base, kind: "succeeded", result: exit.value }
+    if (Cause.hasInterruptsOnly(exit.cause)) {
+      if (slot.reason === "lost") return null
+      if (slot.reason === "cancel") return { ...base, kind: "cancelled", error: Failure.cancelled }
+      return { id: execution.id, workerId, attempt: execution.attempt, now, kind: "released" }
+    }
+    const error = Failure.classify(job, exit.cause)
+    const fate = retryOrFail(job, execution, error, random, now)
+    return fate.kind === "retry" ? { ...base, kind: "retry", runAt: fate.runAt, error } : { ...base, kind: "failed", error }
+  }
+
+  const runOne = (execution: Execution, slot: Slot) =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.gen(function*() {
+        const job = registry.jobs.get(execution.job)
+        const started = yield* Clock.currentTimeMillis
+        const exit = yield* Effect.exit(
+          restore(job ? execute(job, execution) : Effect.fail(new UndecodablePayload({ message: `no handler for ${execution.job} in this worker` })))
+        )
+        slot.recording = true
+        const now = yield* Clock.currentTimeMillis
+        const random = yield* Random.next
+        const outcome = outcomeOf(job, execution, exit, slot, now, random)
+        const attrs = { job: execution.job, queue: execution.queue, outcome: outcome?.kind ?? "lost" }
+        yield* Metric.update(Metric.withAttributes(Metrics.executions, attrs), 1)
+        yield* Metric.update(Metrics.durations, now - started)
+        if (outcome === null) {
+          yield* Effect.logWarning(`lease on ${execution.id} (${execution.job}) was lost; the outcome is dropped`)
+          return
+        }
+        if (outcome.kind === "failed" || outcome.kind === "retry") {
+          yield* Effect.logWarning(`${execution.job} ${execution.id} attempt ${execution.attempt} ${outcome.kind === "retry" ? "will retry" : "failed"}: ${outcome.error.message}`)
+        }
+        const applied = yield* recorder.finish(outcome, execution.queue).pipe(
+          Effect.catch((e) => Effect.as(Effect.logError(`could not record the outcome of ${execution.id}: ${e.message}; its lease will expire and it will be retried`), true))
+        )
+        if (!applied) yield* Effect.logWarning(`lease on ${execution.id} (${execution.job}) was lost before its outcome was recorded; the outcome is dropped`)
+      }).pipe(Effect.annotateLogs({ executionId: execution.id, job: execution.job, attempt: execution.attempt }))
+    )
+
+  const pool: WorkerPool = {
+    run: (execution, release) =>
+      Effect.gen(function*() {
+        const slot: Slot = { reason: undefined, recording: false }
+        slots.set(execution.id, slot)
+        yield* FiberMap.run(fibers, execution.id)(
+          runOne(execution, slot).pipe(Effect.ensuring(Effect.andThen(Effect.sync(() => slots.delete(execution.id)), release)))
+        )
+      }),
+    interrupt: (id, reason) =>
+      Effect.suspend(() => {
+        const slot = slots.get(id)
+        if (!slot || slot.recording) return Effect.void
+        slot.reason = reason
+        return FiberMap.remove(fibers, id)
+      }),
+    running: () => [...slots.entries()].filter(([, s]) => !s.recording).map(([id]) => id),
+    size: FiberMap.size(fibers),
+    awaitEmpty: Effect.ignore(FiberMap.awaitEmpty(fibers))
+  }
+  return pool
+})

@@ -1,0 +1,67 @@
+/**
+ * `roster enqueue <app/job>`: one execution from `--payload JSON`, or one per line of
+ * `--ndjson FILE` (`-` for stdin) in bulk transactions.
+ */
+import { Effect, Option } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
+import { readFileSync } from "node:fs"
+import { Client } from "../../runtime/Client.ts"
+import { runtimeLayer } from "../Environment.ts"
+import { CliFailure, printJson, printLine } from "../Output.ts"
+
+const parseJson = (text: string, where: string) =>
+  Effect.try({
+    try: () => JSON.parse(text) as unknown,
+    catch: (e) => new CliFailure(`${where} is not valid JSON: ${(e as Error).message}`, 2)
+  })
+
+const bulkChunk = 10_000
+
+/** The enqueue command. */
+export const enqueue = Command.make(
+  "enqueue",
+  {
+    job: Argument.String("job").pipe(Argument.withDescription("the Job id, <app>/<job>")),
+    payload: Flag.String("payload").pipe(Flag.withDescription("the payload as JSON"), Flag.optional),
+    ndjson: Flag.String("ndjson").pipe(Flag.withDescription("a file with one JSON payload per line, or - for stdin"), Flag.optional),
+    key: Flag.String("idempotency-key").pipe(Flag.withDescription("dedupe key: an existing (job, key) returns the existing execution"), Flag.optional),
+    delay: Flag.Int("delay-ms").pipe(Flag.withDescription("run no earlier than this many ms from now"), Flag.optional),
+    priority: Flag.Int("priority").pipe(Flag.withDescription("override the Job's priority (higher first)"), Flag.optional),
+    json: Flag.Boolean("json").pipe(Flag.withDescription("print JSON"), Flag.withDefault(false))
+  },
+  (flags) =>
+    Effect.gen(function*() {
+      const client = yield* Client
+      const options = {
+        idempotencyKey: Option.getOrUndefined(flags.key),
+        delayMs: Option.getOrUndefined(flags.delay),
+        priority: Option.getOrUndefined(flags.priority)
+      }
+      if (Option.isSome(flags.ndjson)) {
+        if (Option.isSome(flags.payload)) return yield* Effect.fail(new CliFailure("use either --payload or --ndjson, not both", 2))
+        const source = flags.ndjson.value
+        const text = yield* Effect.try({
+          try: () => readFileSync(source === "-" ? 0 : source, "utf8"),
+          catch: (e) => new CliFailure(`cannot read ${source}: ${(e as Error).message}`)
+        })
+        const lines = text.split("\n").map((l) => l.trim()).filter((l) => l.length > 0)
+        let inserted = 0
+        let existing = 0
+        for (let i = 0; i < lines.length; i += bulkChunk) {
+          const items = []
+          for (const [j, line] of lines.slice(i, i + bulkChunk).entries()) {
+            items.push({ job: flags.job, payload: yield* parseJson(line, `line ${i + j + 1}`), options })
+          }
+          const results = yield* client.enqueueMany(items)
+          for (const r of results) r.inserted ? inserted++ : existing++
+        }
+        if (flags.json) yield* printJson({ inserted, existing })
+        else yield* printLine(`enqueued ${inserted} execution(s) of ${flags.job}${existing ? `; ${existing} already existed` : ""}`)
+        return
+      }
+      const payload = yield* parseJson(Option.getOrElse(flags.payload, () => "{}"), "--payload")
+      const result = yield* client.enqueue(flags.job, payload, options)
+      if (flags.json) yield* printJson(result)
+      else yield* printLine(`${result.inserted ? "enqueued" : "already enqueued"} ${flags.job} ${result.id}`)
+    }).pipe(Effect.provide(runtimeLayer))
+).pipe(Command.withDescription("Enqueue executions of a Job"))

@@ -1,0 +1,103 @@
+/**
+ * `roster executions list|show|count`: read executions without SQL.
+ */
+import { Clock, Effect, Option } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
+import { states, type ExecutionState } from "../../store/Execution.ts"
+import { Store } from "../../store/Store.ts"
+import { storeLayer } from "../Environment.ts"
+import { CliFailure, executionSummary, printJson, printLine, table } from "../Output.ts"
+
+const json = Flag.Boolean("json").pipe(Flag.withDescription("print one JSON document"), Flag.withDefault(false))
+
+const filterFlags = {
+  job: Flag.String("job").pipe(Flag.withDescription("only this Job id"), Flag.optional),
+  queue: Flag.String("queue").pipe(Flag.withDescription("only this queue"), Flag.optional),
+  state: Flag.Literals("state", states).pipe(Flag.withDescription("only this state"), Flag.optional),
+  since: Flag.String("since").pipe(Flag.withDescription("only created since: an ISO time or a duration like 15m, 2h, 7d"), Flag.optional)
+}
+
+const units: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+
+/** Parses `--since`: an ISO time, or a duration back from now. */
+const parseSince = (raw: string) =>
+  Effect.gen(function*() {
+    const m = /^(\d+)([smhd])$/.exec(raw.trim())
+    if (m) return (yield* Clock.currentTimeMillis) - Number(m[1]) * (units[m[2]!] ?? 0)
+    const t = Date.parse(raw)
+    if (Number.isNaN(t)) return yield* Effect.fail(new CliFailure(`--since "${raw}" is neither an ISO time nor a duration like 15m`, 2))
+    return t
+  })
+
+const toFilter = (flags: { job: Option.Option<string>; queue: Option.Option<string>; state: Option.Option<ExecutionState>; since: Option.Option<string> }) =>
+  Effect.gen(function*() {
+    return {
+      job: Option.getOrUndefined(flags.job),
+      queue: Option.getOrUndefined(flags.queue),
+      state: Option.getOrUndefined(flags.state),
+      since: Option.isSome(flags.since) ? yield* parseSince(flags.since.value) : undefined
+    }
+  })
+
+const list = Command.make(
+  "list",
+  { ...filterFlags, limit: Flag.Int("limit").pipe(Flag.withDescription("most rows (default 50)"), Flag.withDefault(50)), json },
+  (flags) =>
+    Effect.gen(function*() {
+      if (flags.limit < 1) return yield* Effect.fail(new CliFailure("--limit must be at least 1", 2))
+      const store = yield* Store
+      const rows = yield* store.executionsList({ ...(yield* toFilter(flags)), limit: flags.limit })
+      if (flags.json) return yield* printJson(rows.map(executionSummary))
+      if (rows.length === 0) return yield* printLine("no executions")
+      yield* printLine(table(
+        ["ID", "JOB", "STATE", "ATTEMPT", "CREATED", "ERROR"],
+        rows.map((e) => [e.id, e.job, e.state, `${e.attempt}/${e.maxAttempts}`, new Date(e.createdAt).toISOString(), e.error?.message.slice(0, 60) ?? ""])
+      ))
+    }).pipe(Effect.provide(storeLayer))
+).pipe(Command.withDescription("List executions, newest first"))
+
+const show = Command.make(
+  "show",
+  { id: Argument.String("id").pipe(Argument.withDescription("the execution id")), json },
+  (flags) =>
+    Effect.gen(function*() {
+      const store = yield* Store
+      const e = yield* store.executionsGet(flags.id)
+      if (!e) return yield* Effect.fail(new CliFailure(`no execution ${flags.id}`))
+      const attempts = yield* store.attemptsList(e.id)
+      const steps = yield* store.stepsList(e.id)
+      const detail = {
+        ...executionSummary(e),
+        payload: e.payload,
+        result: e.result,
+        attempts: attempts.map((a) => ({ ...a, startedAt: new Date(a.startedAt).toISOString(), finishedAt: new Date(a.finishedAt).toISOString() })),
+        steps: steps.map((s) => ({ name: s.name, attempt: s.attempt, output: JSON.parse(s.output), createdAt: new Date(s.createdAt).toISOString() })),
+        logs: [] as Array<unknown>
+      }
+      if (flags.json) return yield* printJson(detail)
+      yield* printLine(`${e.id}  ${e.job}  ${e.state}  attempt ${e.attempt}/${e.maxAttempts}  queue ${e.queue}`)
+      yield* printLine(`payload: ${JSON.stringify(e.payload)}`)
+      if (e.result !== null) yield* printLine(`result:  ${JSON.stringify(e.result)}`)
+      if (e.error) yield* printLine(`error:   ${e.error.tag}: ${e.error.message}`)
+      for (const a of detail.attempts) yield* printLine(`  attempt ${a.attempt} ${a.outcome} on ${a.worker} ${a.startedAt} → ${a.finishedAt}${a.error ? `: ${a.error.message}` : ""}`)
+      for (const s of detail.steps) yield* printLine(`  step ${s.name} (attempt ${s.attempt}): ${JSON.stringify(s.output)}`)
+    }).pipe(Effect.provide(storeLayer))
+).pipe(Command.withDescription("Show one execution with its payload, result, attempts and steps"))
+
+const count = Command.make(
+  "count",
+  { ...filterFlags, json },
+  (flags) =>
+    Effect.gen(function*() {
+      const store = yield* Store
+      const counts = yield* store.executionsCount(yield* toFilter(flags))
+      if (flags.json) return yield* printJson(counts)
+      yield* printLine(table(["STATE", "COUNT"], Object.entries(counts).map(([s, n]) => [s, String(n)])))
+    }).pipe(Effect.provide(storeLayer))
+).pipe(Command.withDescription("Count executions by state"))
+
+/** The executions command group. */
+export const executions = Command.make("executions").pipe(
+  Command.withDescription("Inspect executions"),
+  Command.withSubcommands([list, show, count])
+)

@@ -1,0 +1,50 @@
+/**
+ * `roster worker`: claims and runs executions until SIGTERM/SIGINT (graceful: stop
+ * claiming, let in-flight handlers finish within the grace period, release the rest),
+ * or, with `--exit-when-idle`, until no due work is left.
+ */
+import { Clock, Effect, Option } from "effect"
+import { Command, Flag } from "effect/cli"
+import { Store } from "../../store/Store.ts"
+import { Core } from "../../runtime/Core.ts"
+import * as Worker from "../../runtime/Worker.ts"
+import { runtimeLayer } from "../Environment.ts"
+
+/** Polls until the worker has nothing in flight and the store has no due work for it. */
+const untilIdle = (handle: Worker.WorkerHandle) =>
+  Effect.gen(function*() {
+    const store = yield* Store
+    const core = yield* Core
+    const queues = handle.queues.map((q) => ({
+      queue: q.name,
+      jobs: [...core.registry.jobs.values()].filter((j) => j.queue === q.name).map((j) => j.id)
+    }))
+    while (true) {
+      yield* Effect.sleep(100)
+      if ((yield* handle.pool.size) > 0) continue
+      const now = yield* Clock.currentTimeMillis
+      if (!(yield* store.executionsHasWork({ queues, now }))) return
+    }
+  })
+
+/** The worker command. */
+export const worker = Command.make(
+  "worker",
+  {
+    queue: Flag.String("queue").pipe(Flag.withDescription("a queue to serve (repeatable; default: all declared queues)"), Flag.atLeast(0)),
+    concurrency: Flag.Int("concurrency").pipe(Flag.withDescription("executions run at once per queue (overrides config)"), Flag.optional),
+    exitWhenIdle: Flag.Boolean("exit-when-idle").pipe(Flag.withDescription("exit 0 once no due work is left"), Flag.withDefault(false))
+  },
+  (flags) =>
+    Effect.scoped(
+      Effect.gen(function*() {
+        const handle = yield* Worker.start({ queues: flags.queue, concurrency: Option.getOrUndefined(flags.concurrency) })
+        if (flags.exitWhenIdle) {
+          yield* untilIdle(handle)
+          yield* Effect.logInfo("no due work left; exiting")
+        } else {
+          yield* Effect.never
+        }
+      })
+    ).pipe(Effect.provide(runtimeLayer))
+).pipe(Command.withDescription("Run a worker: claim and run executions of the Jobs under the apps folder"))

@@ -1,0 +1,47 @@
+#!/usr/bin/env bun
+/**
+ * The `roster` command. Every subcommand's failure is reported as one readable line on
+ * stderr; exit codes are 0 ok, 1 failure, 2 usage. SIGTERM/SIGINT interrupt the
+ * running command, whose scopes close gracefully (a worker drains), then exit 0.
+ */
+import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import { Cause, Effect, Exit } from "effect"
+import { CliError, Command } from "effect/cli"
+import { enqueue } from "./commands/enqueue.ts"
+import { executions } from "./commands/executions.ts"
+import { check, migrate } from "./commands/migrate.ts"
+import { worker } from "./commands/worker.ts"
+import { describeCause, exitCodeOf } from "./Output.ts"
+
+const roster = Command.make("roster").pipe(
+  Command.withDescription("Durable Jobs and Schedules for TypeScript on Bun"),
+  Command.withSubcommands([worker, enqueue, executions, migrate, check])
+)
+
+const program = Command.runWith(roster, { version: "0.1.0" })(process.argv.slice(2)).pipe(
+  Effect.provide(NodeServices.layer),
+  Effect.as(0),
+  Effect.catchCause((cause) => {
+    if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
+    const failure = Cause.findErrorOption(cause)
+    if (failure._tag === "Some" && CliError.isCliError(failure.value)) {
+      const e = failure.value
+      // Help was printed (with the parse errors, if any) by the CLI itself.
+      if (e._tag === "ShowHelp") return Effect.succeed(e.errors.length > 0 ? 2 : 0)
+      return Effect.sync(() => (process.stderr.write(`roster: ${e.message}\n`), 2))
+    }
+    return Effect.sync(() => {
+      process.stderr.write(`roster: ${describeCause(cause)}\n`)
+      return exitCodeOf(cause)
+    })
+  })
+)
+
+NodeRuntime.runMain(program, {
+  disableErrorReporting: true,
+  teardown: (exit, onExit) => {
+    const code = Exit.isSuccess(exit) ? Number(exit.value) : Cause.hasInterruptsOnly(exit.cause) ? 0 : 1
+    process.exitCode = code
+    onExit(code)
+  }
+})

@@ -1,0 +1,123 @@
+/**
+ * `Roster.Client`: what an application does with Roster — enqueue (one, or many in one
+ * transaction), read executions, cancel and retry. Enqueues go through the Recorder, so
+ * concurrent callers share one transaction, and wake this process's Dispatchers at once.
+ */
+import { Clock, Context, Effect, Layer } from "effect"
+import type { Job } from "../jobs/Job.ts"
+import { ExecutionNotFound, InvalidPayload, InvalidTransition, NotJsonSafe, PayloadTooLarge, UnknownJob } from "../jobs/errors.ts"
+import type { Attempt, Execution, ExecutionState, Step } from "../store/Execution.ts"
+import type { CancelResult, ExecutionFilter, InsertResult } from "../store/Store.ts"
+import { Store, StoreError } from "../store/Store.ts"
+import { Core } from "./Core.ts"
+import { defaultMaxPayloadBytes, newId, prepare, type EnqueueOptions } from "./Enqueue.ts"
+
+/** Errors an enqueue can fail with. */
+export type EnqueueError = InvalidPayload | PayloadTooLarge | NotJsonSafe | UnknownJob | StoreError
+
+/** An execution with everything recorded about it. */
+export interface ExecutionDetail extends Execution {
+  readonly attempts: ReadonlyArray<Attempt>
+  readonly steps: ReadonlyArray<Step>
+}
+
+/** A Job given by value or by id. */
+export type JobRef = Job<any, any, any> | string
+
+/** The Client service. */
+export class Client extends Context.Service<Client, {
+  readonly enqueue: (job: JobRef, payload: unknown, options?: EnqueueOptions) => Effect.Effect<InsertResult, EnqueueError>
+  /** Validates every item first; writes all in one transaction or none. */
+  readonly enqueueMany: (
+    items: ReadonlyArray<{ readonly job: JobRef; readonly payload: unknown; readonly options?: EnqueueOptions }>
+  ) => Effect.Effect<ReadonlyArray<InsertResult>, EnqueueError>
+  readonly get: (id: string) => Effect.Effect<ExecutionDetail | null, StoreError>
+  readonly list: (filter?: ExecutionFilter) => Effect.Effect<ReadonlyArray<Execution>, StoreError>
+  readonly count: (filter?: ExecutionFilter) => Effect.Effect<Record<ExecutionState, number>, StoreError>
+  /** Cancels a queued execution, or asks a running one to stop. */
+  readonly cancel: (id: string) => Effect.Effect<CancelResult, ExecutionNotFound | StoreError>
+  /** Creates a new execution with the same payload, linked to a failed or cancelled one. */
+  readonly retry: (id: string) => Effect.Effect<InsertResult, ExecutionNotFound | InvalidTransition | StoreError>
+}>()("roster/Client") {}
+
+/** Builds the Client over the Core and the Store. */
+export const layer: Layer.Layer<Client, never, Core | Store> = Layer.effect(
+  Client,
+  Effect.gen(function*() {
+    const core = yield* Core
+    const store = yield* Store
+    const maxBytes = core.config.maxPayloadBytes ?? defaultMaxPayloadBytes
+
+    const resolveJob = (ref: JobRef): Effect.Effect<Job, UnknownJob> => {
+      const id = typeof ref === "string" ? ref : ref.id
+      const job = core.registry.jobs.get(id) ?? (typeof ref === "string" ? undefined : ref)
+      if (!job) {
+        const known = [...core.registry.jobs.keys()].sort()
+        return Effect.fail(new UnknownJob({ job: id, message: `unknown job "${id}"${known.length ? ` (known: ${known.slice(0, 20).join(", ")}${known.length > 20 ? ", …" : ""})` : ""}` }))
+      }
+      return Effect.succeed(job)
+    }
+
+    const enqueueMany: Client["Service"]["enqueueMany"] = (items) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const rows = []
+        for (const item of items) {
+          const job = yield* resolveJob(item.job)
+          rows.push(yield* prepare(job, item.payload, item.options ?? {}, now, maxBytes))
+        }
+        return yield* core.recorder.insert(rows)
+      })
+
+    return Client.of({
+      enqueue: (job, payload, options) =>
+        Effect.flatMap(enqueueMany([{ job, payload, options }]), (r) =>
+          r[0] ? Effect.succeed(r[0]) : Effect.fail(new StoreError({ message: "insert returned no row" }))),
+      enqueueMany,
+      get: (id) =>
+        Effect.gen(function*() {
+          const execution = yield* store.executionsGet(id)
+          if (!execution) return null
+          const attempts = yield* store.attemptsList(id)
+          const steps = yield* store.stepsList(id)
+          return { ...execution, attempts, steps }
+        }),
+      list: (filter = {}) => store.executionsList(filter),
+      count: (filter = {}) => store.executionsCount(filter),
+      cancel: (id) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const result = yield* store.executionsCancel({ id, now })
+          if (result === null) return yield* new ExecutionNotFound({ id, message: `no execution ${id}` })
+          return result
+        }),
+      retry: (id) =>
+        Effect.gen(function*() {
+          const original = yield* store.executionsGet(id)
+          if (!original) return yield* new ExecutionNotFound({ id, message: `no execution ${id}` })
+          if (original.state !== "failed" && original.state !== "cancelled") {
+            return yield* new InvalidTransition({ id, message: `execution ${id} is ${original.state}; only failed or cancelled executions can be retried` })
+          }
+          const now = yield* Clock.currentTimeMillis
+          const newExecutionId = newId(now)
+          const [result] = yield* core.recorder.insert([{
+            id: newExecutionId,
+            job: original.job,
+            queue: original.queue,
+            payload: JSON.stringify(original.payload),
+            priority: original.priority,
+            retry: original.retry,
+            timeoutMs: original.timeoutMs,
+            runAt: now,
+            now,
+            idempotencyKey: original.idempotencyKey === null ? null : `${original.idempotencyKey}:retry:${newExecutionId}`,
+            scheduleId: original.scheduleId,
+            fireAt: original.fireAt,
+            retryOf: original.id
+          }])
+          if (!result) return yield* new StoreError({ message: "insert returned no row" })
+          return result
+        })
+    })
+  })
+)

@@ -1,0 +1,117 @@
+/**
+ * Configuration: `roster.config.ts` (a typed `defineConfig`) overridden by `ROSTER_*`
+ * environment variables, overridden in turn by CLI flags. Everything has a default,
+ * so an app with only an `apps/` folder runs on `roster.db` in the working directory.
+ */
+import { Effect } from "effect"
+import { existsSync } from "node:fs"
+import { resolve } from "node:path"
+import type { Job } from "../jobs/Job.ts"
+import { InvalidDefinition } from "../jobs/errors.ts"
+
+/** Tuning of a worker process; defaults follow DESIGN §2. */
+export interface WorkerSettings {
+  /** Lease length (default 30 s). */
+  readonly leaseMs: number
+  /** Heartbeat interval (default 10 s). */
+  readonly heartbeatMs: number
+  /** Longest sleep of an idle Dispatcher (default 1 s). */
+  readonly pollMs: number
+  /** How often the change watcher looks for other processes' commits (default 5 ms; 0 disables). */
+  readonly watchMs: number
+  /** How often expired leases are looked for (default 5 s). */
+  readonly reapMs: number
+  /** How long in-flight handlers may run after SIGTERM before they are interrupted and released (default 30 s). */
+  readonly graceMs: number
+  /** Most executions claimed in one statement (default 100). */
+  readonly batchSize: number
+}
+
+/** The whole configuration, as written in roster.config.ts. */
+export interface RosterConfig {
+  /** Database path, or a postgres:// URL (default `roster.db`). */
+  readonly db?: string
+  /** Folder of apps (`<app>/jobs.ts`, `<app>/schedules.ts`); default `apps`. */
+  readonly appsDir?: string
+  /** Jobs built in code, for apps that embed Roster; when given, appsDir is not scanned. */
+  readonly jobs?: ReadonlyArray<Job<any, any, any>>
+  /** Queues and their per-process concurrency; `default` always exists. */
+  readonly queues?: Readonly<Record<string, { readonly concurrency?: number }>>
+  /** Largest accepted encoded payload in bytes (default 1 MiB). */
+  readonly maxPayloadBytes?: number
+  /** SQLite durability: FULL (default) or NORMAL. */
+  readonly synchronous?: "FULL" | "NORMAL"
+  readonly worker?: Partial<WorkerSettings>
+}
+
+/** Typed helper for roster.config.ts. */
+export const defineConfig = (config: RosterConfig): RosterConfig => config
+
+/** Worker defaults. */
+export const defaultWorkerSettings: WorkerSettings = {
+  leaseMs: 30_000,
+  heartbeatMs: 10_000,
+  pollMs: 1_000,
+  watchMs: 5,
+  reapMs: 5_000,
+  graceMs: 30_000,
+  batchSize: 100
+}
+
+const envNumber = (name: string): number | undefined => {
+  const raw = process.env[name]
+  if (raw === undefined || raw === "") return undefined
+  const n = Number(raw)
+  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number, got "${raw}"`)
+  return n
+}
+
+/** Applies ROSTER_* environment overrides to a config. */
+export const withEnv = (config: RosterConfig): RosterConfig => {
+  const worker: Partial<Record<keyof WorkerSettings, number>> = { ...config.worker }
+  const pairs: ReadonlyArray<[keyof WorkerSettings, string]> = [
+    ["leaseMs", "ROSTER_LEASE_MS"],
+    ["heartbeatMs", "ROSTER_HEARTBEAT_MS"],
+    ["pollMs", "ROSTER_POLL_MS"],
+    ["watchMs", "ROSTER_WATCH_MS"],
+    ["reapMs", "ROSTER_REAP_MS"],
+    ["graceMs", "ROSTER_GRACE_MS"],
+    ["batchSize", "ROSTER_BATCH_SIZE"]
+  ]
+  for (const [key, env] of pairs) {
+    const n = envNumber(env)
+    if (n !== undefined) worker[key] = n
+  }
+  const sync = process.env.ROSTER_SYNCHRONOUS
+  if (sync !== undefined && sync !== "FULL" && sync !== "NORMAL") throw new Error(`ROSTER_SYNCHRONOUS must be FULL or NORMAL, got "${sync}"`)
+  return {
+    ...config,
+    db: process.env.ROSTER_DB || config.db,
+    appsDir: process.env.ROSTER_APPS_DIR || config.appsDir,
+    synchronous: (sync as "FULL" | "NORMAL" | undefined) ?? config.synchronous,
+    maxPayloadBytes: envNumber("ROSTER_MAX_PAYLOAD_BYTES") ?? config.maxPayloadBytes,
+    worker
+  }
+}
+
+/** Resolved worker settings. */
+export const workerSettings = (config: RosterConfig): WorkerSettings => ({ ...defaultWorkerSettings, ...config.worker })
+
+/** Loads `roster.config.ts` from `cwd` if present, then applies the environment. */
+export const load = (cwd: string = process.cwd()) =>
+  Effect.gen(function*() {
+    const file = resolve(cwd, "roster.config.ts")
+    let config: RosterConfig = {}
+    if (existsSync(file)) {
+      const mod = yield* Effect.tryPromise({
+        try: () => import(file) as Promise<{ default?: RosterConfig }>,
+        catch: (cause) => new InvalidDefinition({ file, message: `cannot load ${file}: ${(cause as Error).message}` })
+      })
+      if (!mod.default) return yield* new InvalidDefinition({ file, message: `${file} must \`export default defineConfig({...})\`` })
+      config = mod.default
+    }
+    return yield* Effect.try({
+      try: () => withEnv(config),
+      catch: (cause) => new InvalidDefinition({ message: (cause as Error).message })
+    })
+  })

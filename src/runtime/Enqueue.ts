@@ -1,0 +1,80 @@
+/**
+ * Turns (Job, payload, options) into a row to insert, or a typed refusal: the payload
+ * is encoded with the Job's Schema (invalid: InvalidPayload), made JSON text (not
+ * JSON-safe: NotJsonSafe), and measured (over the limit: PayloadTooLarge). Nothing is
+ * written here; every enqueue path — the Client, transactional enqueue, the Scheduler
+ * — prepares its rows through this one function.
+ */
+import { Effect, Schema } from "effect"
+import type { Job } from "../jobs/Job.ts"
+import { InvalidPayload, NotJsonSafe, PayloadTooLarge } from "../jobs/errors.ts"
+import type { InsertRequest } from "../store/Store.ts"
+
+/** Options of one enqueue. */
+export interface EnqueueOptions {
+  /** Dedupes the enqueue: an existing (job, key) returns the existing execution. Trimmed; empty means none. */
+  readonly idempotencyKey?: string | undefined
+  /** Run no earlier than this time (epoch ms or Date). */
+  readonly runAt?: number | Date | undefined
+  /** Run after this delay (ms) from now; ignored when runAt is given. */
+  readonly delayMs?: number | undefined
+  /** Overrides the Job's default priority (higher runs first). */
+  readonly priority?: number | undefined
+}
+
+/** Default largest payload: 1 MiB. */
+export const defaultMaxPayloadBytes = 1024 * 1024
+
+const codecs = new WeakMap<object, Schema.Codec<any, any>>()
+const jsonCodec = (schema: Schema.Codec<any, any>) => {
+  let c = codecs.get(schema)
+  if (!c) codecs.set(schema, (c = Schema.toCodecJson(schema)))
+  return c
+}
+
+const oneLine = (s: string) => s.replace(/\s*\n\s*/g, " ")
+
+/** Encodes a payload with the Job's Schema to JSON text, checking size. */
+export const encodePayload = (job: Job, payload: unknown, maxBytes: number) =>
+  Effect.gen(function*() {
+    const encoded = yield* Schema.encodeUnknownEffect(jsonCodec(job.payload))(payload).pipe(
+      Effect.mapError((e) => new InvalidPayload({ job: job.id, message: `invalid payload for ${job.id}: ${oneLine(e.message)}` }))
+    )
+    const text = yield* Effect.try({
+      try: () => JSON.stringify(encoded),
+      catch: (e) => new NotJsonSafe({ job: job.id, message: `payload for ${job.id} is not JSON-safe: ${(e as Error).message}` })
+    })
+    if (text === undefined) return yield* new NotJsonSafe({ job: job.id, message: `payload for ${job.id} is not JSON-safe` })
+    const bytes = Buffer.byteLength(text, "utf8")
+    if (bytes > maxBytes) {
+      return yield* new PayloadTooLarge({ job: job.id, bytes, limit: maxBytes, message: `payload for ${job.id} is ${bytes} bytes, over the ${maxBytes}-byte limit` })
+    }
+    return text
+  })
+
+/** Normalises an idempotency key: trimmed, empty means none. */
+export const normaliseKey = (key: string | undefined | null): string | null => {
+  const k = key?.trim()
+  return k ? k : null
+}
+
+/** Prepares the row for one enqueue. */
+export const prepare = (job: Job, payload: unknown, options: EnqueueOptions, now: number, maxBytes: number) =>
+  Effect.map(encodePayload(job, payload, maxBytes), (text): InsertRequest => {
+    const runAt = options.runAt instanceof Date ? options.runAt.getTime() : options.runAt ?? now + Math.max(0, options.delayMs ?? 0)
+    return {
+      id: newId(now),
+      job: job.id,
+      queue: job.queue,
+      payload: text,
+      priority: options.priority ?? job.priority,
+      retry: job.retry.snapshot,
+      timeoutMs: job.timeoutMs,
+      runAt,
+      now,
+      idempotencyKey: normaliseKey(options.idempotencyKey)
+    }
+  })
+
+/** A UUIDv7 whose time part is `now` (so ids sort by creation and follow the Clock). */
+export const newId = (now: number): string => Bun.randomUUIDv7("hex", now)

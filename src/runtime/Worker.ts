@@ -1,0 +1,107 @@
+/**
+ * The worker runtime: one Dispatcher per served queue, a WorkerPool, a LeaseKeeper, a
+ * Reaper and (on SQLite) a change watcher, each supervised and forked into the
+ * layer's scope.
+ *
+ * Shutdown, when the scope closes (SIGTERM/SIGINT under runMain, or an embedding app
+ * releasing its Layer): stop claiming, let in-flight handlers finish within the grace
+ * period, then interrupt the rest and release their leases (back to queued, the attempt
+ * not charged). The Recorder outlives the worker, so every outcome is written.
+ */
+import { Clock, Effect, Fiber, Layer } from "effect"
+import { hostname } from "node:os"
+import * as ChangeWatcher from "../actors/ChangeWatcher.ts"
+import * as Dispatcher from "../actors/Dispatcher.ts"
+import * as LeaseKeeper from "../actors/LeaseKeeper.ts"
+import * as Reaper from "../actors/Reaper.ts"
+import * as WorkerPool from "../actors/WorkerPool.ts"
+import { supervise } from "../actors/supervise.ts"
+import { InvalidDefinition } from "../jobs/errors.ts"
+import type { QueueConfig } from "../jobs/QueueConfig.ts"
+import { Store } from "../store/Store.ts"
+import { workerSettings, type WorkerSettings } from "./Config.ts"
+import { Core } from "./Core.ts"
+
+/** Options of a worker. */
+export interface WorkerOptions {
+  /** Queues to serve (default: every declared queue). */
+  readonly queues?: ReadonlyArray<string> | undefined
+  /** Overrides every served queue's concurrency. */
+  readonly concurrency?: number | undefined
+  /** A stable id for this worker (default host:pid:random). */
+  readonly workerId?: string | undefined
+  readonly settings?: Partial<WorkerSettings> | undefined
+}
+
+/** A running worker's handle. */
+export interface WorkerHandle {
+  readonly workerId: string
+  readonly pool: WorkerPool.WorkerPool
+  readonly queues: ReadonlyArray<QueueConfig>
+  /** Stops claiming, waits up to the grace period, then releases what is still running. */
+  readonly shutdown: Effect.Effect<void>
+}
+
+/** A default worker id: host, pid and a random suffix. */
+export const defaultWorkerId = (): string => `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`
+
+/** Starts a worker in the current scope and returns its handle. */
+export const start = Effect.fnUntraced(function*(options: WorkerOptions = {}) {
+  const core = yield* Core
+  const store = yield* Store
+  const settings = { ...workerSettings(core.config), ...options.settings }
+  const workerId = options.workerId ?? defaultWorkerId()
+  const names = options.queues && options.queues.length > 0 ? options.queues : [...core.registry.queues.keys()]
+  const queues: Array<QueueConfig> = []
+  for (const name of names) {
+    const q = core.registry.queues.get(name)
+    if (!q) return yield* new InvalidDefinition({ message: `queue "${name}" is not declared (declared: ${[...core.registry.queues.keys()].join(", ")})` })
+    queues.push(options.concurrency ? { name, concurrency: options.concurrency } : q)
+  }
+  const pool = yield* WorkerPool.make({ registry: core.registry, recorder: core.recorder, workerId })
+  const dispatchers: Array<Fiber.Fiber<void>> = []
+  const wakes: Array<(at: number) => void> = []
+  for (const queue of queues) {
+    const jobs = [...core.registry.jobs.values()].filter((j) => j.queue === queue.name).map((j) => j.id)
+    if (jobs.length === 0) continue
+    const d = yield* Dispatcher.make({ queue, jobs, workerId, pool, bus: core.bus, ...settings })
+    wakes.push(d.wake)
+    dispatchers.push(yield* Effect.forkScoped(supervise(`Dispatcher(${queue.name})`, d.loop)))
+  }
+  const background = [
+    yield* Effect.forkScoped(supervise("LeaseKeeper", LeaseKeeper.loop({ workerId, pool, ...settings }).pipe(Effect.provideService(Store, store)))),
+    yield* Effect.forkScoped(supervise("Reaper", Reaper.loop({ registry: core.registry, recorder: core.recorder, intervalMs: settings.reapMs }).pipe(Effect.provideService(Store, store))))
+  ]
+  if (settings.watchMs > 0) {
+    const wakeAll = (now: number) => wakes.forEach((w) => w(now))
+    background.push(yield* Effect.forkScoped(supervise("ChangeWatcher", ChangeWatcher.loop({ intervalMs: settings.watchMs, wake: wakeAll }).pipe(Effect.provideService(Store, store)))))
+  }
+
+  let stopped = false
+  const shutdown = Effect.gen(function*() {
+    if (stopped) return
+    stopped = true
+    yield* Fiber.interruptAll(dispatchers)
+    const inFlight = yield* pool.size
+    if (inFlight > 0) {
+      yield* Effect.logInfo(`stopping: waiting up to ${settings.graceMs} ms for ${inFlight} in-flight execution(s)`)
+      const start = yield* Clock.currentTimeMillis
+      const finished = yield* pool.awaitEmpty.pipe(Effect.timeoutOption(settings.graceMs))
+      if (finished._tag === "None") {
+        const left = pool.running()
+        yield* Effect.logWarning(`grace period over after ${(yield* Clock.currentTimeMillis) - start} ms: releasing ${left.length} execution(s) without charging an attempt`)
+        yield* Effect.forEach(left, (id) => pool.interrupt(id, "shutdown"), { concurrency: "unbounded", discard: true })
+        yield* pool.awaitEmpty
+      }
+    }
+    yield* Fiber.interruptAll(background)
+  }).pipe(Effect.annotateLogs("worker", workerId))
+  yield* Effect.addFinalizer(() => shutdown)
+
+  yield* Effect.logInfo(`worker ${workerId} serving ${queues.map((q) => `${q.name}×${q.concurrency}`).join(", ")}`)
+  return { workerId, pool, queues, shutdown } satisfies WorkerHandle
+})
+
+/** The worker as a Layer: runs for as long as the layer's scope is open. */
+export const layer = (options: WorkerOptions = {}): Layer.Layer<never, InvalidDefinition, Core | Store> =>
+  Layer.effectDiscard(start(options))

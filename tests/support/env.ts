@@ -1,0 +1,69 @@
+/**
+ * External services for tests (PostgreSQL, Chromium), configured by environment:
+ *
+ * - `ROSTER_TEST_PG_URL`   e.g. `postgres://postgres@127.0.0.1:55432/roster_test`
+ * - `ROSTER_TEST_CHROMIUM` e.g. `/usr/bin/chromium`
+ * - `ROSTER_TEST_PG_CTL`, `ROSTER_TEST_PG_DATA`, `ROSTER_TEST_PG_USER` (optional) let a
+ *   test restart the server; see {@link pgRestartCommand}.
+ *
+ * `.ci/run` starts a throwaway cluster and sets all of them. Locally, a missing service
+ * skips its tests with one warning; under `CI=true` a missing service is an error, so CI
+ * can never pass by silently skipping them.
+ *
+ * ```ts
+ * const pg = requireService("postgres")
+ * describe.skipIf(pg.skip)("postgres store", () => { ... })
+ * ```
+ */
+
+type Service = "postgres" | "chromium"
+
+const services: Record<Service, { envVar: string; label: string; example: string }> = {
+  postgres: {
+    envVar: "ROSTER_TEST_PG_URL",
+    label: "PostgreSQL",
+    example: "postgres://user@127.0.0.1:5432/roster_test",
+  },
+  chromium: { envVar: "ROSTER_TEST_CHROMIUM", label: "browser", example: "/usr/bin/chromium" },
+}
+
+const nonEmpty = (value: string | undefined): string | undefined =>
+  value === undefined || value.trim() === "" ? undefined : value
+
+/** The PostgreSQL URL for tests, or `undefined` when not configured. */
+export const pgUrl = (): string | undefined => nonEmpty(process.env.ROSTER_TEST_PG_URL)
+
+/** The Chromium executable for browser tests, or `undefined` when not configured. */
+export const chromiumPath = (): string | undefined => nonEmpty(process.env.ROSTER_TEST_CHROMIUM)
+
+const warned = new Set<Service>()
+
+/**
+ * Whether the tests needing `name` should run. Throws when the service is missing and
+ * `CI=true`; otherwise a missing service means `skip: true` (warned once per service).
+ */
+export const requireService = (name: Service): { skip: boolean; reason: string } => {
+  const { envVar, label, example } = services[name]
+  if (nonEmpty(process.env[envVar]) !== undefined) return { skip: false, reason: "" }
+  if (process.env.CI === "true") throw new Error(`${envVar} is required when CI=true`)
+  const reason = `skipping ${label} tests: set ${envVar}=${example} to run them`
+  if (!warned.has(name)) {
+    warned.add(name)
+    console.warn(reason)
+  }
+  return { skip: true, reason }
+}
+
+/**
+ * argv that restarts the test PostgreSQL server (`pg_ctl restart -w`), run as the
+ * cluster's OS user when we are root; `undefined` unless `ROSTER_TEST_PG_CTL` and
+ * `ROSTER_TEST_PG_DATA` are set.
+ */
+export const pgRestartCommand = (): Array<string> | undefined => {
+  const pgCtl = nonEmpty(process.env.ROSTER_TEST_PG_CTL)
+  const dataDir = nonEmpty(process.env.ROSTER_TEST_PG_DATA)
+  if (pgCtl === undefined || dataDir === undefined) return undefined
+  const user = nonEmpty(process.env.ROSTER_TEST_PG_USER)
+  const asUser = user !== undefined && process.getuid?.() === 0 ? ["runuser", "-u", user, "--"] : []
+  return [...asUser, pgCtl, "-D", dataDir, "restart", "-w", "-m", "fast"]
+}
