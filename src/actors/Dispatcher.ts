@@ -43,9 +43,9 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
 
   const sleep = Effect.gen(function*() {
     const start = yield* Clock.currentTimeMillis
-    const deadline = Math.min(start + options.pollMs, nextDueAt)
     let now = start
-    while (now < deadline) {
+    while (now < Math.min(start + options.pollMs, nextDueAt)) {
+      const deadline = Math.min(start + options.pollMs, nextDueAt)
       const woke = yield* Queue.takeAll(mailbox).pipe(Effect.timeoutOption(deadline - now))
       now = yield* Clock.currentTimeMillis
       if (woke._tag === "None") break

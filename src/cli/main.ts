@@ -5,7 +5,7 @@
  * running command, whose scopes close gracefully (a worker drains), then exit 0.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Cause, Effect, Exit } from "effect"
+import { Cause, Effect, Exit, Logger } from "effect"
 import { CliError, Command } from "effect/cli"
 import { enqueue } from "./commands/enqueue.ts"
 import { executions } from "./commands/executions.ts"
@@ -20,6 +20,8 @@ const roster = Command.make("roster").pipe(
 
 const program = Command.runWith(roster, { version: "0.1.0" })(process.argv.slice(2)).pipe(
   Effect.provide(NodeServices.layer),
+  // Logs are one logfmt line each on stderr, so stdout carries only command output (--json).
+  Effect.provide(Logger.layer([Logger.withConsoleError(Logger.formatLogFmt)])),
   Effect.as(0),
   Effect.catchCause((cause) => {
     if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)

@@ -10,7 +10,13 @@ import { Core } from "../../runtime/Core.ts"
 import * as Worker from "../../runtime/Worker.ts"
 import { runtimeLayer } from "../Environment.ts"
 
-/** Polls until the worker has nothing in flight and the store has no due work for it. */
+/**
+ * How far ahead `--exit-when-idle` looks: a retry or delayed execution due within this
+ * horizon, or a lease expiring within it, still counts as work (ROSTER_IDLE_HORIZON_MS).
+ */
+const idleHorizonMs = Number(process.env.ROSTER_IDLE_HORIZON_MS ?? 5_000)
+
+/** Polls until the worker has nothing in flight and the store has no work for it within the horizon. */
 const untilIdle = (handle: Worker.WorkerHandle) =>
   Effect.gen(function*() {
     const store = yield* Store
@@ -23,7 +29,7 @@ const untilIdle = (handle: Worker.WorkerHandle) =>
       yield* Effect.sleep(100)
       if ((yield* handle.pool.size) > 0) continue
       const now = yield* Clock.currentTimeMillis
-      if (!(yield* store.executionsHasWork({ queues, now }))) return
+      if (!(yield* store.executionsHasWork({ queues, now: now + idleHorizonMs }))) return
     }
   })
 

@@ -118,7 +118,7 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
       RETURNING *`
   )
   const finishSucceeded = db.query(
-    `UPDATE roster_executions SET state = 'succeeded', result = ?, finished_at = ?, lease_owner = NULL, lease_expires_at = NULL
+    `UPDATE roster_executions SET state = 'succeeded', result = ?, error = NULL, finished_at = ?, lease_owner = NULL, lease_expires_at = NULL
       WHERE id = ? AND lease_owner = ? AND attempt = ? AND state = 'running'`
   )
   const finishRetry = db.query(
