@@ -67,5 +67,51 @@ CREATE TABLE roster_steps (
   PRIMARY KEY (execution_id, name)
 ) STRICT, WITHOUT ROWID;
 `
+  },
+  {
+    version: 2,
+    name: "schedules, fires and leases",
+    sql: `
+CREATE TABLE roster_schedules (
+  id TEXT PRIMARY KEY,
+  source TEXT NOT NULL CHECK (source IN ('file','studio','system')),
+  job TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  cron TEXT,
+  every_ms INTEGER,
+  timezone TEXT NOT NULL DEFAULT 'UTC',
+  enabled INTEGER NOT NULL DEFAULT 1,
+  paused INTEGER NOT NULL DEFAULT 0,
+  misfire TEXT NOT NULL CHECK (misfire IN ('once','skip','all')),
+  misfire_cap INTEGER NOT NULL,
+  overlap TEXT NOT NULL CHECK (overlap IN ('allow','skip')),
+  label TEXT NOT NULL DEFAULT '',
+  description TEXT NOT NULL DEFAULT '',
+  anchor_at INTEGER NOT NULL DEFAULT 0,
+  next_due_at INTEGER,
+  last_due_at INTEGER,
+  retired_at INTEGER,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  CHECK ((cron IS NULL) <> (every_ms IS NULL))
+) STRICT;
+CREATE INDEX roster_schedules_due ON roster_schedules (next_due_at) WHERE retired_at IS NULL AND enabled = 1 AND paused = 0;
+CREATE TABLE roster_schedule_fires (
+  schedule_id TEXT NOT NULL,
+  due_at INTEGER NOT NULL,
+  enqueued_at INTEGER NOT NULL,
+  outcome TEXT NOT NULL CHECK (outcome IN ('enqueued','skipped','missed')),
+  execution_id TEXT,
+  error TEXT,
+  PRIMARY KEY (schedule_id, due_at)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE roster_leases (
+  name TEXT PRIMARY KEY,
+  owner TEXT NOT NULL,
+  expires_at INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+-- The overlap check: is an execution of this schedule still queued or running?
+CREATE INDEX roster_executions_schedule_active ON roster_executions (schedule_id, id) WHERE schedule_id IS NOT NULL AND state IN ('queued','running');
+`
   }
 ]

@@ -1,0 +1,336 @@
+/**
+ * The ScheduleStore on the same embedded SQLite file as the executions, so a fire row
+ * and the execution it enqueues commit together (`BEGIN IMMEDIATE`). Every write that
+ * reads before it writes (sync, upsert, pause, record) runs inside one immediate
+ * transaction, so two processes serialise on the write lock instead of racing.
+ *
+ * Limits, plainly: one writer at a time, as for the whole SQLite store; schedules and
+ * the lease are few rows, so every operation is a handful of indexed statements.
+ */
+import type { Database } from "bun:sqlite"
+import { Effect, Layer } from "effect"
+import type { ExecutionState } from "../Execution.ts"
+import type {
+  FireOutcome,
+  RecordFireRequest,
+  RecordFireResult,
+  ScheduleFire,
+  ScheduleSource,
+  ScheduleSpec,
+  StoredSchedule,
+  SyncResult
+} from "../ScheduleStore.ts"
+import { fireKey, ScheduleNotFound, ScheduleReadOnly, ScheduleSourceConflict, ScheduleStore } from "../ScheduleStore.ts"
+import type { StoreError } from "../Store.ts"
+import { makeStatements, toStoreError } from "./SqliteStore.ts"
+
+interface ScheduleRow {
+  id: string
+  source: ScheduleSource
+  job: string
+  payload: string
+  cron: string | null
+  every_ms: number | null
+  timezone: string
+  enabled: number
+  paused: number
+  misfire: StoredSchedule["misfire"]
+  misfire_cap: number
+  overlap: StoredSchedule["overlap"]
+  label: string
+  description: string
+  anchor_at: number
+  next_due_at: number | null
+  last_due_at: number | null
+  retired_at: number | null
+  created_at: number
+  updated_at: number
+}
+
+interface FireRow {
+  schedule_id: string
+  due_at: number
+  enqueued_at: number
+  outcome: FireOutcome
+  execution_id: string | null
+  error: string | null
+}
+
+const toSchedule = (r: ScheduleRow): StoredSchedule => ({
+  id: r.id,
+  source: r.source,
+  job: r.job,
+  payload: r.payload,
+  cron: r.cron,
+  everyMs: r.every_ms,
+  timezone: r.timezone,
+  enabled: r.enabled === 1,
+  paused: r.paused === 1,
+  misfire: r.misfire,
+  misfireCap: r.misfire_cap,
+  overlap: r.overlap,
+  label: r.label,
+  description: r.description,
+  anchorAt: r.anchor_at,
+  nextDueAt: r.next_due_at,
+  lastDueAt: r.last_due_at,
+  retiredAt: r.retired_at,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at
+})
+
+const toFire = (r: FireRow): ScheduleFire => ({
+  scheduleId: r.schedule_id,
+  dueAt: r.due_at,
+  enqueuedAt: r.enqueued_at,
+  outcome: r.outcome,
+  executionId: r.execution_id,
+  error: r.error
+})
+
+const triggerChanged = (row: ScheduleRow, spec: ScheduleSpec): boolean =>
+  row.cron !== spec.cron || row.every_ms !== spec.everyMs || row.timezone !== spec.timezone || row.anchor_at !== spec.anchorAt
+
+const definitionChanged = (row: ScheduleRow, spec: ScheduleSpec): boolean =>
+  triggerChanged(row, spec) || row.job !== spec.job || row.payload !== spec.payload || row.enabled !== (spec.enabled ? 1 : 0) ||
+  row.misfire !== spec.misfire || row.misfire_cap !== spec.misfireCap || row.overlap !== spec.overlap ||
+  row.label !== spec.label || row.description !== spec.description
+
+/** A typed refusal computed inside a transaction (which then commits nothing). */
+type Refusal = ScheduleNotFound | ScheduleReadOnly | ScheduleSourceConflict
+
+const isRefusal = (u: unknown): u is Refusal =>
+  u instanceof ScheduleNotFound || u instanceof ScheduleReadOnly || u instanceof ScheduleSourceConflict
+
+/** Builds the SQLite ScheduleStore over an open, migrated database. */
+export const makeSqliteScheduleStore = (db: Database): ScheduleStore["Service"] => {
+  const { insertOne } = makeStatements(db)
+  const getOne = db.query<ScheduleRow, [string]>("SELECT * FROM roster_schedules WHERE id = ?")
+  const allRows = db.query<ScheduleRow, []>("SELECT * FROM roster_schedules ORDER BY id")
+  const liveRows = db.query<ScheduleRow, []>("SELECT * FROM roster_schedules WHERE retired_at IS NULL ORDER BY id")
+  const insertSchedule = db.query(
+    `INSERT INTO roster_schedules (id, source, job, payload, cron, every_ms, timezone, enabled, paused, misfire, misfire_cap,
+       overlap, label, description, anchor_at, next_due_at, last_due_at, retired_at, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?)`
+  )
+  const updateSchedule = db.query(
+    `UPDATE roster_schedules SET job = ?, payload = ?, cron = ?, every_ms = ?, timezone = ?, enabled = ?, misfire = ?,
+       misfire_cap = ?, overlap = ?, label = ?, description = ?, anchor_at = ?, next_due_at = ?, retired_at = NULL, updated_at = ?
+     WHERE id = ?`
+  )
+  const retire = db.query("UPDATE roster_schedules SET retired_at = ?, updated_at = ? WHERE id = ?")
+  const setPaused = db.query("UPDATE roster_schedules SET paused = ?, next_due_at = ?, updated_at = ? WHERE id = ?")
+  const deleteSchedule = db.query("DELETE FROM roster_schedules WHERE id = ?")
+  const deleteFires = db.query("DELETE FROM roster_schedule_fires WHERE schedule_id = ?")
+  const due = db.query<ScheduleRow, [number, number]>(
+    `SELECT * FROM roster_schedules INDEXED BY roster_schedules_due
+      WHERE retired_at IS NULL AND enabled = 1 AND paused = 0 AND next_due_at <= ?
+      ORDER BY next_due_at, id LIMIT ?`
+  )
+  const nextDue = db.query<{ v: number | null }, []>(
+    "SELECT MIN(next_due_at) AS v FROM roster_schedules WHERE retired_at IS NULL AND enabled = 1 AND paused = 0"
+  )
+  const insertFire = db.query(
+    `INSERT INTO roster_schedule_fires (schedule_id, due_at, enqueued_at, outcome, execution_id, error)
+     VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+  )
+  const setFireExecution = db.query("UPDATE roster_schedule_fires SET execution_id = ? WHERE schedule_id = ? AND due_at = ?")
+  // NULL next_due_at means "no further fire", so it counts as the latest possible value.
+  const advance = db.query(
+    `UPDATE roster_schedules
+        SET next_due_at = CASE WHEN next_due_at IS NULL OR ?1 IS NULL THEN NULL ELSE MAX(next_due_at, ?1) END,
+            last_due_at = MAX(COALESCE(last_due_at, ?2), ?2)
+      WHERE id = ?3`
+  )
+  const active = db.query<{ id: string; state: ExecutionState }, [string]>(
+    `SELECT id, state FROM roster_executions INDEXED BY roster_executions_schedule_active
+      WHERE schedule_id = ? AND state IN ('queued','running') ORDER BY id DESC LIMIT 1`
+  )
+  const history = db.query<FireRow, [string, number, number]>(
+    "SELECT * FROM roster_schedule_fires WHERE schedule_id = ? AND due_at < ? ORDER BY due_at DESC LIMIT ?"
+  )
+  const acquire = db.query<{ owner: string }, [string, string, number, number]>(
+    `INSERT INTO roster_leases (name, owner, expires_at) VALUES (?1, ?2, ?3)
+     ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+       WHERE roster_leases.owner = excluded.owner OR roster_leases.expires_at <= ?4
+     RETURNING owner`
+  )
+  const release = db.query("DELETE FROM roster_leases WHERE name = ? AND owner = ?")
+
+  const writeSpec = (spec: ScheduleSpec, nextDueAt: number | null, now: number) =>
+    updateSchedule.run(
+      spec.job, spec.payload, spec.cron, spec.everyMs, spec.timezone, spec.enabled ? 1 : 0, spec.misfire, spec.misfireCap,
+      spec.overlap, spec.label, spec.description, spec.anchorAt, nextDueAt, now, spec.id
+    )
+  const insertSpec = (spec: ScheduleSpec, source: ScheduleSource, now: number) =>
+    insertSchedule.run(
+      spec.id, source, spec.job, spec.payload, spec.cron, spec.everyMs, spec.timezone, spec.enabled ? 1 : 0, spec.misfire,
+      spec.misfireCap, spec.overlap, spec.label, spec.description, spec.anchorAt, spec.nextDueAt, now, now
+    )
+  /** Updates an existing row to `spec`; the next due resets only when the schedule (re)starts or its trigger changed. */
+  const updateFromSpec = (row: ScheduleRow, spec: ScheduleSpec, now: number): boolean => {
+    const revived = row.retired_at !== null
+    if (!revived && !definitionChanged(row, spec)) return false
+    const restart = revived || triggerChanged(row, spec) || (row.enabled === 0 && spec.enabled)
+    writeSpec(spec, restart ? spec.nextDueAt : row.next_due_at, now)
+    return true
+  }
+
+  const syncFile = db.transaction((specs: ReadonlyArray<ScheduleSpec>, now: number): SyncResult | Refusal => {
+    const rows = new Map(allRows.all().map((r) => [r.id, r]))
+    for (const spec of specs) {
+      const row = rows.get(spec.id)
+      if (row && row.source !== "file") {
+        return new ScheduleSourceConflict({
+          id: spec.id,
+          source: "file",
+          existing: row.source,
+          message: `schedule "${spec.id}" is declared in code but a ${row.source} schedule already has this id; rename one of them`
+        })
+      }
+    }
+    const result = { inserted: [] as Array<string>, updated: [] as Array<string>, retired: [] as Array<string>, unchanged: [] as Array<string> }
+    const declared = new Set<string>()
+    for (const spec of specs) {
+      declared.add(spec.id)
+      const row = rows.get(spec.id)
+      if (!row) {
+        insertSpec(spec, "file", now)
+        result.inserted.push(spec.id)
+      } else if (updateFromSpec(row, spec, now)) {
+        result.updated.push(spec.id)
+      } else {
+        result.unchanged.push(spec.id)
+      }
+    }
+    for (const row of rows.values()) {
+      if (row.source === "file" && row.retired_at === null && !declared.has(row.id)) {
+        retire.run(now, now, row.id)
+        result.retired.push(row.id)
+      }
+    }
+    return result
+  })
+
+  const upsert = db.transaction((spec: ScheduleSpec, source: "studio" | "system", now: number): StoredSchedule | Refusal => {
+    const row = getOne.get(spec.id)
+    if (row) {
+      if (row.source === "system" && source !== "system") {
+        return new ScheduleReadOnly({ id: spec.id, message: `schedule "${spec.id}" is owned by Roster (system) and cannot be edited` })
+      }
+      if (row.source !== source) {
+        return new ScheduleSourceConflict({
+          id: spec.id,
+          source,
+          existing: row.source,
+          message: `schedule "${spec.id}" is a ${row.source} schedule${row.source === "file" ? " declared in code; edit it there" : ""}`
+        })
+      }
+      updateFromSpec(row, spec, now)
+    } else {
+      insertSpec(spec, source, now)
+    }
+    return toSchedule(getOne.get(spec.id)!)
+  })
+
+  const remove = db.transaction((id: string): Refusal | undefined => {
+    const row = getOne.get(id)
+    if (!row) return new ScheduleNotFound({ id, message: `no schedule "${id}"` })
+    if (row.source === "system") return new ScheduleReadOnly({ id, message: `schedule "${id}" is owned by Roster (system) and cannot be deleted` })
+    if (row.source === "file" && row.retired_at === null) {
+      return new ScheduleSourceConflict({
+        id,
+        source: "studio",
+        existing: "file",
+        message: `schedule "${id}" is declared in code; remove it from its schedules.ts (or pause it)`
+      })
+    }
+    deleteSchedule.run(id)
+    deleteFires.run(id)
+    return undefined
+  })
+
+  const pause = db.transaction((id: string, paused: boolean, now: number, nextDueAt: number | null): StoredSchedule | Refusal => {
+    const row = getOne.get(id)
+    if (!row) return new ScheduleNotFound({ id, message: `no schedule "${id}"` })
+    if (row.source === "system") return new ScheduleReadOnly({ id, message: `schedule "${id}" is owned by Roster (system) and cannot be paused or resumed` })
+    if ((row.paused === 1) !== paused) {
+      setPaused.run(paused ? 1 : 0, paused ? row.next_due_at : nextDueAt, now, id)
+    }
+    return toSchedule(getOne.get(id)!)
+  })
+
+  const recordOne = (req: RecordFireRequest): RecordFireResult => {
+    const row = getOne.get(req.scheduleId)
+    if (!row || row.retired_at !== null) return { status: "unknown", outcome: null, executionId: null, inserted: false }
+    let outcome = req.outcome
+    let error = req.error ?? null
+    if (outcome === "enqueued" && req.skipIfActive) {
+      const previous = active.get(req.scheduleId)
+      if (previous) {
+        outcome = "skipped"
+        error = `overlap: previous execution ${previous.id} is still ${previous.state}`
+      }
+    }
+    const execution = outcome === "enqueued" ? req.execution : undefined
+    if (outcome === "enqueued" && !execution) throw new Error(`fire of ${req.scheduleId} at ${req.dueAt} is enqueued but has no execution`)
+    const fresh = insertFire.run(req.scheduleId, req.dueAt, req.now, outcome, execution?.id ?? null, error).changes === 1
+    advance.run(req.nextDueAt, req.dueAt, req.scheduleId)
+    if (!fresh) return { status: "duplicate", outcome: null, executionId: null, inserted: false }
+    if (!execution) return { status: "recorded", outcome, executionId: null, inserted: false }
+    const inserted = insertOne({
+      ...execution,
+      idempotencyKey: fireKey(req.scheduleId, req.dueAt),
+      scheduleId: req.scheduleId,
+      fireAt: req.dueAt
+    })
+    if (inserted.id !== execution.id) setFireExecution.run(inserted.id, req.scheduleId, req.dueAt)
+    return { status: "recorded", outcome, executionId: inserted.id, inserted: inserted.inserted }
+  }
+  const recordMany = db.transaction((reqs: ReadonlyArray<RecordFireRequest>) => reqs.map(recordOne))
+
+  const attempt = <A>(what: string, f: () => A): Effect.Effect<A, StoreError> =>
+    Effect.try({ try: f, catch: (cause) => toStoreError(what, cause) })
+  /** Runs a transaction that may return a typed refusal, failing the Effect with it. */
+  const attemptOrRefuse = <A, R extends Refusal>(what: string, f: () => A | R): Effect.Effect<Exclude<A, Refusal>, StoreError | R> =>
+    Effect.flatMap(attempt(what, f), (r) => (isRefusal(r) ? Effect.fail(r as R) : Effect.succeed(r as Exclude<A, Refusal>)))
+
+  return ScheduleStore.of({
+    schedulesSyncFile: (req) =>
+      attemptOrRefuse<SyncResult, ScheduleSourceConflict>("sync file schedules", () => syncFile.immediate(req.schedules, req.now) as SyncResult | ScheduleSourceConflict),
+    schedulesUpsert: (req) =>
+      attemptOrRefuse<StoredSchedule, ScheduleSourceConflict | ScheduleReadOnly>(
+        "upsert schedule",
+        () => upsert.immediate(req.schedule, req.source, req.now) as StoredSchedule | ScheduleSourceConflict | ScheduleReadOnly
+      ),
+    schedulesDelete: (req) =>
+      attemptOrRefuse<void, Refusal>("delete schedule", () => remove.immediate(req.id)),
+    schedulesSetPaused: (req) =>
+      attemptOrRefuse<StoredSchedule, ScheduleNotFound | ScheduleReadOnly>(
+        "pause schedule",
+        () => pause.immediate(req.id, req.paused, req.now, req.nextDueAt) as StoredSchedule | ScheduleNotFound | ScheduleReadOnly
+      ),
+    schedulesList: (req) =>
+      attempt("list schedules", () => (req?.includeRetired ? allRows.all() : liveRows.all()).map(toSchedule)),
+    schedulesGet: (id) =>
+      attempt("get schedule", () => {
+        const row = getOne.get(id)
+        return row ? toSchedule(row) : null
+      }),
+    schedulesDue: (req) => attempt("find due schedules", () => (req.limit <= 0 ? [] : due.all(req.now, req.limit).map(toSchedule))),
+    schedulesNextDueAt: attempt("find next due schedule", () => nextDue.get()?.v ?? null),
+    schedulesRecordFire: (req) => attempt("record fire", () => recordMany.immediate([req])[0]!),
+    schedulesRecordFires: (reqs) => attempt("record fires", () => (reqs.length === 0 ? [] : recordMany.immediate(reqs))),
+    schedulesHistory: (req) =>
+      attempt("read schedule history", () =>
+        history.all(req.scheduleId, req.before ?? Number.MAX_SAFE_INTEGER, Math.max(1, Math.min(req.limit, 10_000))).map(toFire)),
+    schedulesActiveExecution: (scheduleId) => attempt("find active execution", () => active.get(scheduleId) ?? null),
+    leaseAcquire: (req) =>
+      attempt("acquire lease", () => acquire.get(req.name, req.owner, req.now + req.ttlMs, req.now) !== null),
+    leaseRelease: (req) => attempt("release lease", () => void release.run(req.name, req.owner))
+  })
+}
+
+/** The SQLite ScheduleStore as a Layer over an already open and migrated database (the Store's). */
+export const layerSqliteSchedules = (db: Database): Layer.Layer<ScheduleStore> =>
+  Layer.succeed(ScheduleStore, makeSqliteScheduleStore(db))

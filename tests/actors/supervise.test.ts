@@ -1,0 +1,59 @@
+/**
+ * supervise(): a crashed actor is restarted with a growing backoff, counted and
+ * logged; an interrupt stops it; a normal return ends it.
+ */
+import { describe, expect, test } from "bun:test"
+import { Effect, Fiber, Layer, References } from "effect"
+import { TestClock } from "effect/testing"
+import { supervise } from "../../src/actors/supervise.ts"
+
+const run = <A, E>(effect: Effect.Effect<A, E>) =>
+  Effect.runPromise(Effect.provide(effect, Layer.merge(TestClock.layer(), Layer.succeed(References.MinimumLogLevel, "None"))))
+
+describe("supervise", () => {
+  test("a crashed actor is restarted after 100 ms, then 200 ms, and keeps working", async () => {
+    const result = await run(Effect.gen(function*() {
+      let runs = 0
+      const restarts: Array<number> = []
+      const actor = Effect.suspend(() => {
+        runs++
+        return runs <= 2 ? Effect.die(new Error(`crash ${runs}`)) : Effect.void
+      })
+      const fiber = yield* Effect.forkChild(supervise("Flaky", actor, { onRestart: (n) => restarts.push(n) }))
+      yield* Effect.yieldNow
+      const afterCrash = runs
+      yield* TestClock.adjust(99)
+      const before100 = runs
+      yield* TestClock.adjust(1)
+      const at100 = runs
+      yield* TestClock.adjust(199)
+      const before300 = runs
+      yield* TestClock.adjust(1)
+      yield* Fiber.join(fiber)
+      return { afterCrash, before100, at100, before300, runs, restarts }
+    }))
+    expect(result).toEqual({ afterCrash: 1, before100: 1, at100: 2, before300: 2, runs: 3, restarts: [1, 2] })
+  })
+
+  test("a failing actor (typed error) is restarted like a defect", async () => {
+    const runs = await run(Effect.gen(function*() {
+      let n = 0
+      const fiber = yield* Effect.forkChild(supervise("Failing", Effect.suspend(() => (++n === 1 ? Effect.fail("oops") : Effect.void))))
+      yield* TestClock.adjust(100)
+      yield* Fiber.join(fiber)
+      return n
+    }))
+    expect(runs).toBe(2)
+  })
+
+  test("an interrupt stops the actor without a restart", async () => {
+    const restarts = await run(Effect.gen(function*() {
+      const seen: Array<number> = []
+      const fiber = yield* Effect.forkChild(supervise("Forever", Effect.never, { onRestart: (n) => seen.push(n) }))
+      yield* Effect.yieldNow
+      yield* Fiber.interrupt(fiber)
+      return seen
+    }))
+    expect(restarts).toEqual([])
+  })
+})

@@ -1,0 +1,49 @@
+/**
+ * Runs an in-process Roster (Store, Core, Client) on a real SQLite file in a temp
+ * folder, on the TestClock, for actor tests. Helpers wait for the runtime's fibers to
+ * make progress without advancing time.
+ */
+import { Effect, Layer, References, type Scope } from "effect"
+import { TestClock } from "effect/testing"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import type { Job } from "../../src/jobs/Job.ts"
+import * as Registry from "../../src/jobs/Registry.ts"
+import { fromConfig } from "../../src/jobs/QueueConfig.ts"
+import type { RosterConfig, WorkerSettings } from "../../src/runtime/Config.ts"
+import * as Roster from "../../src/runtime/Roster.ts"
+import type { Client } from "../../src/runtime/Client.ts"
+import type { Core } from "../../src/runtime/Core.ts"
+import type { Store } from "../../src/store/Store.ts"
+
+/** Worker settings for TestClock runs: no change watcher (it would spin on every adjust). */
+export const testSettings: Partial<WorkerSettings> = { watchMs: 0, pollMs: 1_000, heartbeatMs: 1_000, leaseMs: 5_000, reapMs: 1_000, graceMs: 2_000 }
+
+/** Runs `body` with a fresh database, the given Jobs, and the TestClock. */
+export const runOnTestClock = <A, E>(
+  jobs: ReadonlyArray<Job<any, any, any>>,
+  body: Effect.Effect<A, E, Client | Core | Store | Scope.Scope>,
+  config: RosterConfig = {}
+): Promise<A> => {
+  const dir = mkdtempSync(join(tmpdir(), "roster-actors-"))
+  const full: RosterConfig = { db: join(dir, "roster.db"), ...config }
+  const registry = Registry.make({ jobs, queues: fromConfig(full.queues) })
+  if (Registry.isError(registry)) throw new Error(registry.message)
+  const layer = Roster.layerWithRegistry(full, registry).pipe(
+    Layer.provideMerge(TestClock.layer()),
+    // Handlers log on purpose in these tests; keep the run's output to errors.
+    Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Error"))
+  )
+  return Effect.runPromise(Effect.scoped(Effect.provide(body, layer))).finally(() => rmSync(dir, { recursive: true, force: true }))
+}
+
+/** Lets other fibers run until `check` holds (no time passes); fails after many turns. */
+export const eventually = <E, R>(check: Effect.Effect<boolean, E, R>, what = "condition", turns = 2_000) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < turns; i++) {
+      if (yield* check) return
+      yield* Effect.yieldNow
+    }
+    return yield* Effect.die(new Error(`timed out waiting for ${what}`))
+  })
