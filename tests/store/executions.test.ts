@@ -161,7 +161,7 @@ for (const driver of drivers) {
         const e = await claimOne()
         expect(await finish({ kind: "succeeded", id: e.id, workerId: "w1", attempt: 1, result: '{"ok":true}', now: 1_500, startedAt: 1_000 })).toEqual([true])
         const after = await withStore(f, (s) => s.executionsGet(e.id))
-        expect(after).toMatchObject({ state: "succeeded", result: { ok: true }, finishedAt: 1_500, leaseOwner: null })
+        expect(after).toMatchObject({ state: "succeeded", result: { ok: true }, finishedAt: 1_500, leaseExpiresAt: null, leaseOwner: "w1" })
         expect(await withStore(f, (s) => s.attemptsList(e.id))).toEqual([
           { executionId: e.id, attempt: 1, worker: "w1", startedAt: 1_000, finishedAt: 1_500, outcome: "succeeded", error: null }
         ])

@@ -106,6 +106,23 @@ export const makeStatements = (db: Database) => {
 
 /** Builds the SQLite Store over an open database. */
 export const makeSqliteStore = (db: Database): Store["Service"] => {
+  const configuredSync = (db.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous
+  /**
+   * Runs a write whose loss on power failure is harmless without its own fsync: in WAL
+   * mode a NORMAL commit is durable against process crashes, and the next FULL commit
+   * fsyncs the WAL up to and including it. A lost claim or heartbeat only means the
+   * execution is queued again or its lease is shorter — at-least-once either way —
+   * while enqueues and outcomes keep the configured FULL durability.
+   */
+  const relaxed = <A>(f: () => A): A => {
+    if (configuredSync < 2) return f()
+    db.run("PRAGMA synchronous = NORMAL")
+    try {
+      return f()
+    } finally {
+      db.run("PRAGMA synchronous = FULL")
+    }
+  }
   const { insertOne } = makeStatements(db)
   const claim = db.query<ExecutionRow, [string, number, number, string, string, number]>(
     `UPDATE roster_executions
@@ -117,9 +134,14 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
          LIMIT ?6)
       RETURNING *`
   )
-  const finishSucceeded = db.query(
-    `UPDATE roster_executions SET state = 'succeeded', result = ?, error = NULL, finished_at = ?, lease_owner = NULL, lease_expires_at = NULL
-      WHERE id = ? AND lease_owner = ? AND attempt = ? AND state = 'running'`
+  // Successes are the hot path: one statement per batch, and no attempt row — the
+  // succeeded attempt is read back from the execution (lease_owner is kept as its worker).
+  const finishSucceeded = db.query<{ id: string }, [string]>(
+    `UPDATE roster_executions AS e
+        SET state = 'succeeded', result = j.value ->> 'r', error = NULL, finished_at = j.value ->> 't', lease_expires_at = NULL
+       FROM json_each(?) AS j
+      WHERE e.id = j.value ->> 'id' AND e.lease_owner = j.value ->> 'w' AND e.attempt = j.value ->> 'a' AND e.state = 'running'
+      RETURNING roster_executions.id AS id`
   )
   const finishRetry = db.query(
     `UPDATE roster_executions SET state = 'queued', run_at = ?, error = ?, lease_owner = NULL, lease_expires_at = NULL
@@ -142,7 +164,7 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
      VALUES (?, ?, ?, ?, ?, ?, ?)`
   )
   const heartbeat = db.query<{ id: string; attempt: number; cancel_requested: number }, [number, string]>(
-    `UPDATE roster_executions SET lease_expires_at = ? WHERE lease_owner = ? AND state = 'running'
+    `UPDATE roster_executions INDEXED BY roster_executions_expiry SET lease_expires_at = ? WHERE lease_owner = ? AND state = 'running'
       RETURNING id, attempt, cancel_requested`
   )
   const expired = db.query<ExecutionRow, [number, number]>(
@@ -184,11 +206,8 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
   const applyOutcome = (o: Outcome): boolean => {
     const fence = [o.id, o.workerId, o.attempt] as const
     switch (o.kind) {
-      case "succeeded": {
-        if (finishSucceeded.run(o.result, o.now, ...fence).changes !== 1) return false
-        insertAttempt.run(o.id, o.attempt, o.workerId, o.startedAt, o.now, "succeeded", null)
-        return true
-      }
+      case "succeeded":
+        throw new Error("successes are applied in bulk")
       case "retry": {
         if (finishRetry.run(o.runAt, JSON.stringify(o.error), ...fence).changes !== 1) return false
         insertAttempt.run(o.id, o.attempt, o.workerId, o.startedAt, o.now, o.expired ? "lease_expired" : "retrying", JSON.stringify(o.error))
@@ -209,7 +228,15 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
         return finishReleased.run(...fence).changes === 1
     }
   }
-  const finishMany = db.transaction((outcomes: ReadonlyArray<Outcome>) => outcomes.map(applyOutcome))
+  const finishMany = db.transaction((outcomes: ReadonlyArray<Outcome>): ReadonlyArray<boolean> => {
+    const successes = outcomes.filter((o) => o.kind === "succeeded")
+    const applied = new Set<string>()
+    if (successes.length > 0) {
+      const rows = successes.map((o) => ({ id: o.id, w: o.workerId, a: o.attempt, t: o.now, r: o.result }))
+      for (const r of finishSucceeded.all(JSON.stringify(rows))) applied.add(r.id)
+    }
+    return outcomes.map((o) => (o.kind === "succeeded" ? applied.has(o.id) : applyOutcome(o)))
+  })
 
   const cancelOne = db.transaction((id: string, now: number): CancelResult | null => {
     const row = getOne.get(id)
@@ -246,13 +273,13 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
     executionsClaim: (req) =>
       attempt("claim executions", () => {
         if (req.limit <= 0 || req.jobs.length === 0) return []
-        const rows = claim.all(req.workerId, req.now + req.leaseMs, req.now, req.queue, JSON.stringify(req.jobs), req.limit)
+        const rows = relaxed(() => claim.all(req.workerId, req.now + req.leaseMs, req.now, req.queue, JSON.stringify(req.jobs), req.limit))
         return rows.map(toExecution).sort(byClaimOrder)
       }),
     executionsFinish: (outcomes) => attempt("record outcomes", () => (outcomes.length === 0 ? [] : finishMany.immediate(outcomes))),
     executionsHeartbeat: (req) =>
       attempt("heartbeat", () => ({
-        held: heartbeat.all(req.now + req.leaseMs, req.workerId).map((r) => ({
+        held: relaxed(() => heartbeat.all(req.now + req.leaseMs, req.workerId)).map((r) => ({
           id: r.id,
           attempt: r.attempt,
           cancelRequested: r.cancel_requested === 1
@@ -285,8 +312,8 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
     executionsCancel: (req) => attempt("cancel execution", () => cancelOne.immediate(req.id, req.now)),
     executionsUnknownJobs: (known) => attempt("find unknown jobs", () => unknownJobs.all(JSON.stringify(known))),
     attemptsList: (id) =>
-      attempt("list attempts", () =>
-        attempts.all(id).map((r) => ({
+      attempt("list attempts", () => {
+        const rows: Array<Attempt> = attempts.all(id).map((r) => ({
           executionId: r.execution_id,
           attempt: r.attempt,
           worker: r.worker,
@@ -294,7 +321,13 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
           finishedAt: r.finished_at,
           outcome: r.outcome,
           error: parseJson(r.error) as Attempt["error"]
-        }))),
+        }))
+        const e = getOne.get(id)
+        if (e && e.state === "succeeded" && !rows.some((a) => a.attempt === e.attempt)) {
+          rows.push({ executionId: id, attempt: e.attempt, worker: e.lease_owner ?? "", startedAt: e.started_at ?? 0, finishedAt: e.finished_at ?? 0, outcome: "succeeded", error: null })
+        }
+        return rows
+      }),
     stepsList: (id) =>
       attempt("list steps", () =>
         steps.all(id).map((r): Step => ({ executionId: r.execution_id, name: r.name, output: r.output, attempt: r.attempt, createdAt: r.created_at }))),

@@ -33,6 +33,8 @@ CREATE TABLE roster_executions (
   created_at INTEGER NOT NULL,
   started_at INTEGER,
   finished_at INTEGER,
+  -- The worker of the latest attempt. The lease is live only while state = 'running';
+  -- the owner is kept afterwards so a succeeded attempt needs no row of its own.
   lease_owner TEXT,
   lease_expires_at INTEGER,
   cancel_requested INTEGER NOT NULL DEFAULT 0,
@@ -46,7 +48,6 @@ CREATE TABLE roster_executions (
 -- The claim index matches the claim order exactly: priority DESC, run_at, id.
 CREATE INDEX roster_executions_claim ON roster_executions (queue, priority DESC, run_at, id) WHERE state = 'queued';
 CREATE UNIQUE INDEX roster_executions_idempotency ON roster_executions (job, idempotency_key) WHERE idempotency_key IS NOT NULL;
-CREATE INDEX roster_executions_lease ON roster_executions (lease_owner) WHERE state = 'running';
 CREATE INDEX roster_executions_expiry ON roster_executions (lease_expires_at) WHERE state = 'running';
 CREATE TABLE roster_attempts (
   execution_id TEXT NOT NULL,
