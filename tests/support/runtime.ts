@@ -20,14 +20,15 @@ import type { Store } from "../../src/store/Store.ts"
 /** Worker settings for TestClock runs: no change watcher (it would spin on every adjust). */
 export const testSettings: Partial<WorkerSettings> = { watchMs: 0, pollMs: 1_000, heartbeatMs: 1_000, leaseMs: 5_000, reapMs: 1_000, graceMs: 2_000 }
 
-/** Runs `body` with a fresh database, the given Jobs, and the TestClock. */
+/** Runs `body` with a fresh database, the given Jobs (or Jobs made for the database's path), and the TestClock. */
 export const runOnTestClock = <A, E>(
-  jobs: ReadonlyArray<Job<any, any, any>>,
+  jobsOrMake: ReadonlyArray<Job<any, any, any>> | ((dbPath: string) => ReadonlyArray<Job<any, any, any>>),
   body: Effect.Effect<A, E, Client | Core | Store | Scope.Scope>,
   config: RosterConfig = {}
 ): Promise<A> => {
   const dir = mkdtempSync(join(tmpdir(), "roster-actors-"))
   const full: RosterConfig = { db: join(dir, "roster.db"), ...config }
+  const jobs = typeof jobsOrMake === "function" ? jobsOrMake(full.db!) : jobsOrMake
   const registry = Registry.make({ jobs, queues: fromConfig(full.queues) })
   if (Registry.isError(registry)) throw new Error(registry.message)
   const layer = Roster.layerWithRegistry(full, registry).pipe(
