@@ -138,20 +138,30 @@ export const isJobSchedule = (u: unknown): u is JobSchedule =>
   typeof u === "object" && u !== null && (u as { _tag?: unknown })._tag === "JobSchedule" &&
   typeof (u as JobSchedule).id === "string" && typeof (u as JobSchedule).trigger === "object"
 
-/** Encodes the schedule's payload with the Job's Schema, as the JSON text stored and enqueued. */
-export const encodePayload = (schedule: JobSchedule, job: Job): InvalidDefinition | string => {
-  const encoded = Schema.encodeUnknownResult(job.payload as Schema.Codec<unknown, unknown>)(schedule.payload)
+const jsonCodecs = new WeakMap<object, Schema.Codec<unknown, unknown>>()
+const jsonCodec = (schema: AnySchema): Schema.Codec<unknown, unknown> => {
+  let c = jsonCodecs.get(schema)
+  if (!c) jsonCodecs.set(schema, (c = Schema.toCodecJson(schema) as Schema.Codec<unknown, unknown>))
+  return c
+}
+
+/** Encodes a payload with the Job's Schema (its JSON codec, as enqueue does) to the JSON text stored and enqueued. */
+export const encodeJobPayload = (job: Job, payload: unknown): InvalidDefinition | string => {
+  const encoded = Schema.encodeUnknownResult(jsonCodec(job.payload))(payload)
   if (Result.isFailure(encoded)) {
-    return new InvalidDefinition({
-      id: schedule.id,
-      message: `Schedule "${schedule.id}": payload does not match Job "${job.id}": ${encoded.failure.message}`
-    })
+    return new InvalidDefinition({ id: job.id, message: `payload does not match Job "${job.id}": ${encoded.failure.message.replace(/\s*\n\s*/g, " ")}` })
   }
   const text = JSON.stringify(encoded.success)
-  if (text === undefined) {
-    return new InvalidDefinition({ id: schedule.id, message: `Schedule "${schedule.id}": payload encodes to no JSON value` })
-  }
+  if (text === undefined) return new InvalidDefinition({ id: job.id, message: `payload for Job "${job.id}" encodes to no JSON value` })
   return text
+}
+
+/** Encodes the schedule's payload with its Job's Schema; the error names the schedule. */
+export const encodePayload = (schedule: JobSchedule, job: Job): InvalidDefinition | string => {
+  const text = encodeJobPayload(job, schedule.payload)
+  return text instanceof InvalidDefinition
+    ? new InvalidDefinition({ id: schedule.id, message: `Schedule "${schedule.id}": ${text.message}` })
+    : text
 }
 
 /** A Schedule with the file it was found in, if any. */

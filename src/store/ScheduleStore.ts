@@ -174,6 +174,8 @@ export class ScheduleStore extends Context.Service<ScheduleStore, {
   readonly schedulesDue: (req: { readonly now: number; readonly limit: number }) => Effect.Effect<ReadonlyArray<StoredSchedule>, StoreError>
   /** The earliest next due of any live schedule, or null. */
   readonly schedulesNextDueAt: Effect.Effect<number | null, StoreError>
+  /** Moves a schedule's next due forward (never back) without recording a fire, e.g. when no fire fell due after all. */
+  readonly schedulesAdvance: (req: { readonly id: string; readonly nextDueAt: number | null }) => Effect.Effect<void, StoreError>
   /** Records one fire (see {@link RecordFireRequest}) in one `BEGIN IMMEDIATE` transaction. */
   readonly schedulesRecordFire: (req: RecordFireRequest) => Effect.Effect<RecordFireResult, StoreError>
   /** Records several fires in one transaction, in order (a plan is written whole or not at all). */

@@ -142,6 +142,9 @@ export const makeSqliteScheduleStore = (db: Database): ScheduleStore["Service"] 
             last_due_at = MAX(COALESCE(last_due_at, ?2), ?2)
       WHERE id = ?3`
   )
+  const advanceOnly = db.query(
+    "UPDATE roster_schedules SET next_due_at = CASE WHEN next_due_at IS NULL OR ?1 IS NULL THEN NULL ELSE MAX(next_due_at, ?1) END WHERE id = ?2"
+  )
   const active = db.query<{ id: string; state: ExecutionState }, [string]>(
     `SELECT id, state FROM roster_executions INDEXED BY roster_executions_schedule_active
       WHERE schedule_id = ? AND state IN ('queued','running') ORDER BY id DESC LIMIT 1`
@@ -319,6 +322,7 @@ export const makeSqliteScheduleStore = (db: Database): ScheduleStore["Service"] 
       }),
     schedulesDue: (req) => attempt("find due schedules", () => (req.limit <= 0 ? [] : due.all(req.now, req.limit).map(toSchedule))),
     schedulesNextDueAt: attempt("find next due schedule", () => nextDue.get()?.v ?? null),
+    schedulesAdvance: (req) => attempt("advance schedule", () => void advanceOnly.run(req.nextDueAt, req.id)),
     schedulesRecordFire: (req) => attempt("record fire", () => recordMany.immediate([req])[0]!),
     schedulesRecordFires: (reqs) => attempt("record fires", () => (reqs.length === 0 ? [] : recordMany.immediate(reqs))),
     schedulesHistory: (req) =>

@@ -1,0 +1,237 @@
+/**
+ * Next-fire arithmetic: cron in UTC and in DST zones (croner's documented rules: a wall
+ * time in the spring gap does not fire; a repeated wall time fires once, at its first
+ * occurrence, unless the hour field is `*`), anchored intervals, and validation. A
+ * property test compares cron fires with a brute-force minute scan of the wall clock.
+ */
+import { describe, expect, test } from "bun:test"
+import fc from "fast-check"
+import * as Trigger from "../../src/jobs/Trigger.ts"
+
+const at = (iso: string) => Date.parse(iso)
+const iso = (ms: number) => new Date(ms).toISOString()
+const fires = (t: Trigger.Trigger, from: string, to: string) => Trigger.firesBetween(t, at(from), at(to)).map(iso)
+
+describe("cron in UTC", () => {
+  test("a 5-field expression fires at the matching minutes, strictly after the given instant", () => {
+    const t = Trigger.cron("*/15 * * * *")
+    expect(fires(t, "2024-01-01T00:00:00Z", "2024-01-01T01:00:00Z")).toEqual([
+      "2024-01-01T00:15:00.000Z", "2024-01-01T00:30:00.000Z", "2024-01-01T00:45:00.000Z", "2024-01-01T01:00:00.000Z"
+    ])
+    expect(Trigger.nextFireAfter(t, at("2024-01-01T00:15:00Z"))).toBe(at("2024-01-01T00:30:00Z"))
+    expect(Trigger.nextFireAfter(t, at("2024-01-01T00:14:59.999Z"))).toBe(at("2024-01-01T00:15:00Z"))
+  })
+
+  test("a 6-field expression reads its first field as seconds", () => {
+    expect(fires(Trigger.cron("*/20 * * * * *"), "2024-01-01T00:00:00Z", "2024-01-01T00:01:00Z")).toEqual([
+      "2024-01-01T00:00:20.000Z", "2024-01-01T00:00:40.000Z", "2024-01-01T00:01:00.000Z"
+    ])
+  })
+
+  test("nicknames are croner's: @daily fires at midnight", () => {
+    expect(Trigger.nextFireAfter(Trigger.cron("@daily"), at("2024-05-05T13:00:00Z"))).toBe(at("2024-05-06T00:00:00Z"))
+  })
+
+  test("UTC fires do not depend on the process's local timezone (croner 9 skips an hour with timezone: UTC)", () => {
+    const original = process.env.TZ
+    process.env.TZ = "Europe/Berlin"
+    try {
+      expect(fires(Trigger.cron("0 * * * *", "UTC"), "2024-03-31T00:30:00Z", "2024-03-31T04:30:00Z")).toEqual([
+        "2024-03-31T01:00:00.000Z", "2024-03-31T02:00:00.000Z", "2024-03-31T03:00:00.000Z", "2024-03-31T04:00:00.000Z"
+      ])
+    } finally {
+      if (original === undefined) delete process.env.TZ
+      else process.env.TZ = original
+    }
+  })
+})
+
+describe("cron in Europe/Berlin across daylight saving", () => {
+  // 2024-03-31: 02:00 CET jumps to 03:00 CEST at 01:00Z. 2024-10-27: 03:00 CEST falls back to 02:00 CET at 01:00Z.
+  test("spring gap: a daily time inside the missing hour does not fire that day", () => {
+    expect(fires(Trigger.cron("30 2 * * *", "Europe/Berlin"), "2024-03-29T12:00:00Z", "2024-04-01T12:00:00Z")).toEqual([
+      "2024-03-30T01:30:00.000Z", // 02:30 CET
+      "2024-04-01T00:30:00.000Z" // 02:30 CEST; 31 March has no 02:30
+    ])
+  })
+
+  test("spring gap: a sub-hourly pattern resumes at the first wall time after the gap", () => {
+    expect(fires(Trigger.cron("*/30 * * * *", "Europe/Berlin"), "2024-03-31T00:00:00Z", "2024-03-31T02:00:00Z")).toEqual([
+      "2024-03-31T00:30:00.000Z", // 01:30 CET
+      "2024-03-31T01:00:00.000Z", // 03:00 CEST
+      "2024-03-31T01:30:00.000Z",
+      "2024-03-31T02:00:00.000Z"
+    ])
+  })
+
+  test("autumn overlap: a specific time fires once, at its first occurrence", () => {
+    expect(fires(Trigger.cron("30 2 * * *", "Europe/Berlin"), "2024-10-26T12:00:00Z", "2024-10-28T12:00:00Z")).toEqual([
+      "2024-10-27T00:30:00.000Z", // 02:30 CEST; not again at 02:30 CET (01:30Z)
+      "2024-10-28T01:30:00.000Z"
+    ])
+  })
+
+  test("autumn overlap: a pattern with a fixed hour runs through the first pass only", () => {
+    expect(fires(Trigger.cron("*/20 2 * * *", "Europe/Berlin"), "2024-10-26T23:00:00Z", "2024-10-27T12:00:00Z")).toEqual([
+      "2024-10-27T00:00:00.000Z", "2024-10-27T00:20:00.000Z", "2024-10-27T00:40:00.000Z"
+    ])
+  })
+
+  test("autumn overlap: an every-hour pattern keeps its real-time cadence through both passes", () => {
+    expect(fires(Trigger.cron("0 * * * *", "Europe/Berlin"), "2024-10-26T23:30:00Z", "2024-10-27T02:00:00Z")).toEqual([
+      "2024-10-27T00:00:00.000Z", // 02:00 CEST
+      "2024-10-27T01:00:00.000Z", // 02:00 CET
+      "2024-10-27T02:00:00.000Z" // 03:00 CET
+    ])
+  })
+
+  test("a start inside the repeated hour does not fire a time already passed in its first occurrence", () => {
+    // 01:10Z is 02:10 CET (second pass); 02:30 already happened at 00:30Z.
+    expect(Trigger.nextFireAfter(Trigger.cron("30 2 * * *", "Europe/Berlin"), at("2024-10-27T01:10:00Z"))).toBe(at("2024-10-28T01:30:00Z"))
+  })
+})
+
+describe("cron in America/New_York across daylight saving", () => {
+  test("2:30 does not exist on 10 March 2024, and 1:30 on 3 November fires once (EDT)", () => {
+    expect(fires(Trigger.cron("30 2 * * *", "America/New_York"), "2024-03-09T12:00:00Z", "2024-03-11T12:00:00Z")).toEqual([
+      "2024-03-11T06:30:00.000Z"
+    ])
+    expect(fires(Trigger.cron("30 1 * * *", "America/New_York"), "2024-11-02T12:00:00Z", "2024-11-04T12:00:00Z")).toEqual([
+      "2024-11-03T05:30:00.000Z", "2024-11-04T06:30:00.000Z"
+    ])
+  })
+})
+
+describe("intervals are anchored", () => {
+  test("every 7 minutes over a simulated week fires exactly at anchor + k·7min, without drift", () => {
+    const step = 7 * 60_000
+    const t = Trigger.interval(step)
+    const start = at("2024-03-25T00:00:00Z") + 12_345
+    let now = start
+    let count = 0
+    for (;;) {
+      const next = Trigger.nextFireAfter(t, now)!
+      if (next > start + 7 * 86_400_000) break
+      expect(next % step).toBe(0)
+      expect(next - now).toBeLessThanOrEqual(step)
+      now = next
+      count++
+    }
+    expect(count).toBe(Math.floor((start + 7 * 86_400_000) / step) - Math.floor(start / step))
+  })
+
+  test("a restart at any instant lands on the same grid", () => {
+    const t = Trigger.interval(90_000, 5_000)
+    fc.assert(fc.property(fc.integer({ min: 0, max: 4e12 }), (now) => {
+      const next = Trigger.nextFireAfter(t, now)!
+      expect((next - 5_000) % 90_000).toBe(0)
+      expect(next > now && next - now <= 90_000).toBe(true)
+    }))
+  })
+})
+
+describe("lastFiresBetween", () => {
+  test("returns the tail of the window and says whether older fires exist", () => {
+    const t = Trigger.cron("*/5 * * * *", "Europe/Berlin")
+    const all = Trigger.firesBetween(t, at("2024-10-26T20:00:00Z"), at("2024-10-27T04:00:00Z"))
+    const tail = Trigger.lastFiresBetween(t, at("2024-10-26T20:00:00Z"), at("2024-10-27T04:00:00Z"), 10)
+    expect(tail.fires).toEqual(all.slice(-10))
+    expect(tail.more).toBe(true)
+    const whole = Trigger.lastFiresBetween(t, at("2024-10-26T20:00:00Z"), at("2024-10-27T04:00:00Z"), all.length)
+    expect(whole).toEqual({ fires: all, more: false })
+  })
+
+  test("finds the last fires of a per-second pattern over a month without enumerating it", () => {
+    const tail = Trigger.lastFiresBetween(Trigger.cron("* * * * * *"), at("2024-01-01T00:00:00Z"), at("2024-02-01T00:00:00Z"), 100)
+    expect(tail.fires.length).toBe(100)
+    expect(tail.fires[0]).toBe(at("2024-01-31T23:58:21Z"))
+    expect(tail.fires[99]).toBe(at("2024-02-01T00:00:00Z"))
+    expect(tail.more).toBe(true)
+  })
+})
+
+describe("validation", () => {
+  test("bad expressions are refused with a message that names the problem", () => {
+    expect(Trigger.validateCron("* * * *")?.message).toContain("expected 5 fields")
+    expect(Trigger.validateCron("0 0 1 1 * * 2030")?.message).toContain("got 7")
+    expect(Trigger.validateCron("61 * * * *")?.message).toContain("minute")
+    expect(Trigger.validateCron("0 0 31 2 *")?.message).toContain("never fires")
+    expect(Trigger.validateCron("? * * * *")?.message).toContain("\"?\" is not supported")
+    expect(Trigger.validateCron("@fortnightly")?._tag).toBe("InvalidCron")
+    expect(Trigger.validateCron("2024-01-01T00:00:00")?._tag).toBe("InvalidCron")
+  })
+
+  test("good expressions and zones pass", () => {
+    expect(Trigger.validateCron("0 9 * * MON-FRI", "Europe/Berlin")).toBeUndefined()
+    expect(Trigger.validateCron("*/10 * * * * *")).toBeUndefined()
+    expect(Trigger.validateCron("@hourly")).toBeUndefined()
+  })
+
+  test("an unknown timezone is an InvalidTimezone", () => {
+    const e = Trigger.validateCron("0 * * * *", "Mars/Olympus")
+    expect(e?._tag).toBe("InvalidTimezone")
+    expect(e?.message).toContain("Mars/Olympus")
+    expect(Trigger.validateTimezone("America/New_York")).toBeUndefined()
+  })
+
+  test("an interval under one second is refused", () => {
+    expect(Trigger.validate(Trigger.interval(500))?._tag).toBe("InvalidInterval")
+    expect(Trigger.validate(Trigger.interval(1_000))).toBeUndefined()
+  })
+})
+
+// --- brute-force oracle ---------------------------------------------------------------
+
+const wallParts = (tz: string, t: number) => {
+  const d = new Date(t + Trigger.offsetAt(tz, t))
+  return { minute: d.getUTCMinutes(), hour: d.getUTCHours(), day: d.getUTCDate(), month: d.getUTCMonth() + 1, weekday: d.getUTCDay(), key: d.getTime() }
+}
+
+const fieldMatches = (field: string, value: number): boolean =>
+  field.split(",").some((part) => {
+    const [range, stepText] = part.split("/") as [string, string | undefined]
+    const step = stepText ? Number(stepText) : 1
+    const [lo, hi] = range === "*" ? [0, 59] : range.includes("-") ? range.split("-").map(Number) as [number, number] : [Number(range), stepText ? 59 : Number(range)]
+    return value >= lo && value <= hi && (value - lo) % step === 0
+  })
+
+/** Fires by definition: each minute instant whose wall time matches, once per wall time unless the hour is `*`. */
+const oracle = (expr: string, tz: string, from: number, to: number): Array<number> => {
+  const [mi, h, dom, mon, dow] = expr.split(" ") as [string, string, string, string, string]
+  const out: Array<number> = []
+  for (let t = Math.floor(from / 60_000) * 60_000 + 60_000; t <= to; t += 60_000) {
+    const w = wallParts(tz, t)
+    const dayOk = dom === "*" || dow === "*" ? fieldMatches(dom, w.day) && fieldMatches(dow, w.weekday) : fieldMatches(dom, w.day) || fieldMatches(dow, w.weekday)
+    if (!(fieldMatches(mi, w.minute) && fieldMatches(h, w.hour) && fieldMatches(mon, w.month) && dayOk)) continue
+    const repeated = h !== "*" && [30, 60, 90, 120].some((m) => wallParts(tz, t - m * 60_000).key === w.key)
+    if (!repeated) out.push(t)
+  }
+  return out
+}
+
+const zones = ["UTC", "Europe/Berlin", "America/New_York", "Australia/Sydney", "Australia/Lord_Howe", "America/Santiago", "Asia/Kolkata", "America/St_Johns"]
+const transitions = [
+  "2024-03-31T01:00:00Z", "2024-10-27T01:00:00Z", "2024-03-10T07:00:00Z", "2024-11-03T06:00:00Z", "2024-04-06T16:00:00Z",
+  "2024-10-05T16:00:00Z", "2024-04-06T15:00:00Z", "2024-09-08T04:00:00Z", "2024-04-07T03:00:00Z", "2024-06-15T00:00:00Z"
+].map(at)
+
+const minuteField = fc.oneof(fc.constant("*"), fc.constantFrom("*/5", "*/15", "*/7", "0", "30", "0,30", "10-20", "45-59/5"))
+const hourField = fc.oneof(fc.constant("*"), fc.constantFrom("*/2", "0", "1", "2", "3", "1-3", "0,2,4", "23"))
+const domField = fc.constantFrom("*", "*", "1", "6-8", "15")
+const monthField = fc.constantFrom("*", "*", "3,4,9,10,11", "1-6")
+const dowField = fc.constantFrom("*", "*", "0", "1-5", "6")
+const expression = fc.tuple(minuteField, hourField, domField, monthField, dowField).map((f) => f.join(" "))
+
+describe("cron matches its definition (property)", () => {
+  test("fires equal a minute-by-minute scan of the zone's wall clock, around DST transitions", () => {
+    fc.assert(
+      fc.property(expression, fc.constantFrom(...zones), fc.constantFrom(...transitions), fc.integer({ min: -36, max: 12 }), (expr, tz, pivot, shiftH) => {
+        const from = pivot + shiftH * 3_600_000
+        const to = from + 36 * 3_600_000
+        const got = Trigger.firesBetween(Trigger.cron(expr, tz), from, to)
+        expect(got).toEqual(oracle(expr, tz, from, to))
+      }),
+      { numRuns: 150 }
+    )
+  })
+})
