@@ -9,7 +9,7 @@
  * - `lost`     another worker owns it now: nothing is written, the outcome is dropped.
  * Once a fiber is recording, interrupts no longer apply: the outcome is already on its way.
  */
-import { Cause, Clock, Effect, FiberMap, Metric, Random, Schema } from "effect"
+import { Cause, Clock, Effect, FiberMap, Logger, Metric, Random, Schema } from "effect"
 import type { Job } from "../jobs/Job.ts"
 import type { Registry } from "../jobs/Registry.ts"
 import * as RetryPolicy from "../jobs/RetryPolicy.ts"
@@ -19,6 +19,7 @@ import type { Execution, ExecutionError } from "../store/Execution.ts"
 import type { Outcome } from "../store/Store.ts"
 import { Store } from "../store/Store.ts"
 import * as Metrics from "./Metrics.ts"
+import type { LogSink } from "./LogSink.ts"
 import type { Recorder } from "./Recorder.ts"
 import { makeContext } from "./Steps.ts"
 
@@ -67,11 +68,13 @@ export const make = Effect.fnUntraced(function*(options: {
   readonly registry: Registry
   readonly recorder: Recorder
   readonly workerId: string
+  /** Captures handler logs; without one, logs only reach the process's output. */
+  readonly logSink?: LogSink | undefined
 }) {
   const store = yield* Store
   const fibers = yield* FiberMap.make<string>()
   const slots = new Map<string, Slot>()
-  const { registry, recorder, workerId } = options
+  const { registry, recorder, workerId, logSink } = options
 
   const execute = (job: Job, execution: Execution) =>
     Effect.gen(function*() {
@@ -128,14 +131,27 @@ export const make = Effect.fnUntraced(function*(options: {
           return
         }
         if (outcome.kind === "failed" || outcome.kind === "retry") {
-          yield* Effect.logWarning(`${execution.job} ${execution.id} attempt ${execution.attempt} ${outcome.kind === "retry" ? "will retry" : "failed"}: ${outcome.error.message}`)
+          const verdict = `${execution.job} ${execution.id} attempt ${execution.attempt} ${outcome.kind === "retry" ? "will retry" : "failed"}: ${outcome.error.message}`
+          // A defect is logged with its stack, and so kept with the execution's logs.
+          yield* outcome.error.tag === "Defect" ? Effect.logError(verdict, outcome.error.pretty) : Effect.logWarning(verdict)
         }
         const applied = yield* recorder.finish(outcome, execution.queue).pipe(
           Effect.catch((e) => Effect.as(Effect.logError(`could not record the outcome of ${execution.id}: ${e.message}; its lease will expire and it will be retried`), true))
         )
         if (!applied) yield* Effect.logWarning(`lease on ${execution.id} (${execution.job}) was lost before its outcome was recorded; the outcome is dropped`)
-      }).pipe(Effect.annotateLogs({ executionId: execution.id, job: execution.job, attempt: execution.attempt }))
+      }).pipe(
+        Effect.annotateLogs({ executionId: execution.id, job: execution.job, attempt: execution.attempt }),
+        withCapture(execution)
+      )
     )
+
+  const withCapture = (execution: Execution) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    logSink === undefined
+      ? effect
+      : Effect.gen(function*() {
+        const loggers = yield* Logger.CurrentLoggers
+        return yield* Effect.provideService(effect, Logger.CurrentLoggers, new Set([...loggers, logSink.loggerFor(execution.id, execution.attempt)]))
+      })
 
   const pool: WorkerPool = {
     run: (execution, release) =>

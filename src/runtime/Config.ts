@@ -25,6 +25,8 @@ export interface WorkerSettings {
   readonly graceMs: number
   /** Most executions claimed in one statement (default 100). */
   readonly batchSize: number
+  /** Handler log lines that may wait to be written before new ones are dropped (default 10,000). */
+  readonly logCapacity: number
 }
 
 /** The whole configuration, as written in roster.config.ts. */
@@ -55,7 +57,8 @@ export const defaultWorkerSettings: WorkerSettings = {
   watchMs: 5,
   reapMs: 5_000,
   graceMs: 30_000,
-  batchSize: 100
+  batchSize: 100,
+  logCapacity: 10_000
 }
 
 const envNumber = (name: string): number | undefined => {
@@ -76,7 +79,8 @@ export const withEnv = (config: RosterConfig): RosterConfig => {
     ["watchMs", "ROSTER_WATCH_MS"],
     ["reapMs", "ROSTER_REAP_MS"],
     ["graceMs", "ROSTER_GRACE_MS"],
-    ["batchSize", "ROSTER_BATCH_SIZE"]
+    ["batchSize", "ROSTER_BATCH_SIZE"],
+    ["logCapacity", "ROSTER_LOG_CAPACITY"]
   ]
   for (const [key, env] of pairs) {
     const n = envNumber(env)

@@ -13,6 +13,7 @@ import { hostname } from "node:os"
 import * as ChangeWatcher from "../actors/ChangeWatcher.ts"
 import * as Dispatcher from "../actors/Dispatcher.ts"
 import * as LeaseKeeper from "../actors/LeaseKeeper.ts"
+import * as LogSink from "../actors/LogSink.ts"
 import * as Reaper from "../actors/Reaper.ts"
 import * as WorkerPool from "../actors/WorkerPool.ts"
 import { supervise } from "../actors/supervise.ts"
@@ -58,7 +59,8 @@ export const start = Effect.fnUntraced(function*(options: WorkerOptions = {}) {
     if (!q) return yield* new InvalidDefinition({ message: `queue "${name}" is not declared (declared: ${[...core.registry.queues.keys()].join(", ")})` })
     queues.push(options.concurrency ? { name, concurrency: options.concurrency } : q)
   }
-  const pool = yield* WorkerPool.make({ registry: core.registry, recorder: core.recorder, workerId })
+  const logSink = yield* LogSink.make({ capacity: settings.logCapacity })
+  const pool = yield* WorkerPool.make({ registry: core.registry, recorder: core.recorder, workerId, logSink })
   const dispatchers: Array<Fiber.Fiber<void>> = []
   const wakes: Array<(at: number) => void> = []
   for (const queue of queues) {
@@ -95,6 +97,7 @@ export const start = Effect.fnUntraced(function*(options: WorkerOptions = {}) {
       }
     }
     yield* Fiber.interruptAll(background)
+    yield* logSink.flush
   }).pipe(Effect.annotateLogs("worker", workerId))
   yield* Effect.addFinalizer(() => shutdown)
 

@@ -74,3 +74,21 @@ export interface Step {
   readonly attempt: number
   readonly createdAt: number
 }
+
+/** One captured handler log line. */
+export interface LogLine {
+  readonly executionId: string
+  readonly attempt: number
+  readonly at: number
+  readonly level: string
+  readonly message: string
+  /** JSON object of the log annotations, if any. */
+  readonly annotations: string | null
+}
+
+/** Lines dropped for one attempt because the LogSink was full. */
+export interface LogDrops {
+  readonly executionId: string
+  readonly attempt: number
+  readonly dropped: number
+}

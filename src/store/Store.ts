@@ -9,7 +9,7 @@
  */
 import { Context, Data, type Effect } from "effect"
 import type { RetrySnapshot } from "../jobs/RetryPolicy.ts"
-import type { Attempt, Execution, ExecutionError, ExecutionState, Step } from "./Execution.ts"
+import type { Attempt, Execution, ExecutionError, ExecutionState, LogDrops, LogLine, Step } from "./Execution.ts"
 
 /** A failure of the store itself (I/O, lock timeout, corrupt file). Mapped once, at the store boundary. */
 export class StoreError extends Data.TaggedError("StoreError")<{
@@ -119,6 +119,10 @@ export class Store extends Context.Service<Store, {
   readonly stepsList: (executionId: string) => Effect.Effect<ReadonlyArray<Step>, StoreError>
   /** Records a step's result; a second save of one name keeps the first (returns false). */
   readonly stepsSave: (step: Step) => Effect.Effect<boolean, StoreError>
+  /** Appends captured log lines and adds to per-attempt drop counts, in one transaction. */
+  readonly logsAppend: (req: { readonly lines: ReadonlyArray<LogLine>; readonly drops: ReadonlyArray<LogDrops> }) => Effect.Effect<void, StoreError>
+  /** An execution's log lines in order, and its drop counts. */
+  readonly logsList: (executionId: string) => Effect.Effect<{ readonly lines: ReadonlyArray<LogLine>; readonly drops: ReadonlyArray<LogDrops> }, StoreError>
   /**
    * A number that changes whenever another process commits to the store: a cheap
    * cross-process wake-up signal (SQLite's data_version). Null when unsupported.

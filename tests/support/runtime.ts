@@ -3,7 +3,7 @@
  * folder, on the TestClock, for actor tests. Helpers wait for the runtime's fibers to
  * make progress without advancing time.
  */
-import { Effect, Layer, References, type Scope } from "effect"
+import { Effect, Layer, Logger, type Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -33,8 +33,9 @@ export const runOnTestClock = <A, E>(
   if (Registry.isError(registry)) throw new Error(registry.message)
   const layer = Roster.layerWithRegistry(full, registry).pipe(
     Layer.provideMerge(TestClock.layer()),
-    // Handlers log on purpose in these tests; keep the run's output to errors.
-    Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Error"))
+    // Handlers log on purpose in these tests: no console output, while the LogSink's
+    // capture loggers (added per execution) still see every line.
+    Layer.provideMerge(Layer.succeed(Logger.CurrentLoggers, new Set()))
   )
   return Effect.runPromise(Effect.scoped(Effect.provide(body, layer))).finally(() => rmSync(dir, { recursive: true, force: true }))
 }

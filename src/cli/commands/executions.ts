@@ -3,10 +3,20 @@
  */
 import { Clock, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import { states, type ExecutionState } from "../../store/Execution.ts"
+import { states, type ExecutionState, type LogLine } from "../../store/Execution.ts"
 import { Store } from "../../store/Store.ts"
 import { storeLayer } from "../Environment.ts"
 import { CliFailure, executionSummary, printJson, printLine, table } from "../Output.ts"
+
+const logJson = (l: LogLine) => ({
+  attempt: l.attempt,
+  at: new Date(l.at).toISOString(),
+  level: l.level,
+  message: l.message,
+  annotations: l.annotations === null ? null : JSON.parse(l.annotations)
+})
+
+const logText = (l: LogLine) => `${new Date(l.at).toISOString()} #${l.attempt} ${l.level.padEnd(7)} ${l.message}`
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("print one JSON document"), Flag.withDefault(false))
 
@@ -66,13 +76,15 @@ const show = Command.make(
       if (!e) return yield* Effect.fail(new CliFailure(`no execution ${flags.id}`))
       const attempts = yield* store.attemptsList(e.id)
       const steps = yield* store.stepsList(e.id)
+      const logs = yield* store.logsList(e.id)
       const detail = {
         ...executionSummary(e),
         payload: e.payload,
         result: e.result,
         attempts: attempts.map((a) => ({ ...a, startedAt: new Date(a.startedAt).toISOString(), finishedAt: new Date(a.finishedAt).toISOString() })),
         steps: steps.map((s) => ({ name: s.name, attempt: s.attempt, output: JSON.parse(s.output), createdAt: new Date(s.createdAt).toISOString() })),
-        logs: [] as Array<unknown>
+        logs: logs.lines.map(logJson),
+        droppedLogLines: logs.drops.map((d) => ({ attempt: d.attempt, dropped: d.dropped }))
       }
       if (flags.json) return yield* printJson(detail)
       yield* printLine(`${e.id}  ${e.job}  ${e.state}  attempt ${e.attempt}/${e.maxAttempts}  queue ${e.queue}`)
@@ -81,8 +93,25 @@ const show = Command.make(
       if (e.error) yield* printLine(`error:   ${e.error.tag}: ${e.error.message}`)
       for (const a of detail.attempts) yield* printLine(`  attempt ${a.attempt} ${a.outcome} on ${a.worker} ${a.startedAt} → ${a.finishedAt}${a.error ? `: ${a.error.message}` : ""}`)
       for (const s of detail.steps) yield* printLine(`  step ${s.name} (attempt ${s.attempt}): ${JSON.stringify(s.output)}`)
+      for (const l of logs.lines) yield* printLine(`  log  ${logText(l)}`)
+      for (const d of logs.drops) yield* printLine(`  log  attempt ${d.attempt}: ${d.dropped} line(s) dropped under back-pressure`)
     }).pipe(Effect.provide(storeLayer))
 ).pipe(Command.withDescription("Show one execution with its payload, result, attempts and steps"))
+
+const logs = Command.make(
+  "logs",
+  { id: Argument.String("id").pipe(Argument.withDescription("the execution id")), json },
+  (flags) =>
+    Effect.gen(function*() {
+      const store = yield* Store
+      if (!(yield* store.executionsGet(flags.id))) return yield* Effect.fail(new CliFailure(`no execution ${flags.id}`))
+      const { lines, drops } = yield* store.logsList(flags.id)
+      if (flags.json) return yield* printJson({ lines: lines.map(logJson), dropped: drops.map((d) => ({ attempt: d.attempt, dropped: d.dropped })) })
+      if (lines.length === 0 && drops.length === 0) return yield* printLine("no logs")
+      for (const l of lines) yield* printLine(logText(l))
+      for (const d of drops) yield* printLine(`attempt ${d.attempt}: ${d.dropped} line(s) dropped under back-pressure`)
+    }).pipe(Effect.provide(storeLayer))
+).pipe(Command.withDescription("Print an execution's captured logs, all attempts in order"))
 
 const count = Command.make(
   "count",
@@ -99,5 +128,5 @@ const count = Command.make(
 /** The executions command group. */
 export const executions = Command.make("executions").pipe(
   Command.withDescription("Inspect executions"),
-  Command.withSubcommands([list, show, count])
+  Command.withSubcommands([list, show, logs, count])
 )

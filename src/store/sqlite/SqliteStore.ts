@@ -9,7 +9,7 @@
  */
 import type { Database } from "bun:sqlite"
 import { Clock, Effect, Layer } from "effect"
-import type { Attempt, Execution, ExecutionState, Step } from "../Execution.ts"
+import type { Attempt, Execution, ExecutionState, LogDrops, LogLine, Step } from "../Execution.ts"
 import { states } from "../Execution.ts"
 import type { CancelResult, ExecutionFilter, InsertRequest, InsertResult, Outcome } from "../Store.ts"
 import { Store, StoreError } from "../Store.ts"
@@ -195,6 +195,21 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
   const stepSave = db.query(
     "INSERT INTO roster_steps (execution_id, name, output, attempt, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
   )
+  const logInsert = db.query("INSERT INTO roster_logs (execution_id, attempt, at, level, message, annotations) VALUES (?, ?, ?, ?, ?, ?)")
+  const logDrop = db.query(
+    `INSERT INTO roster_log_drops (execution_id, attempt, dropped) VALUES (?, ?, ?)
+     ON CONFLICT (execution_id, attempt) DO UPDATE SET dropped = dropped + excluded.dropped`
+  )
+  const logSelect = db.query<{ execution_id: string; attempt: number; at: number; level: string; message: string; annotations: string | null }, [string]>(
+    "SELECT * FROM roster_logs WHERE execution_id = ? ORDER BY rowid"
+  )
+  const dropSelect = db.query<{ execution_id: string; attempt: number; dropped: number }, [string]>(
+    "SELECT * FROM roster_log_drops WHERE execution_id = ? ORDER BY attempt"
+  )
+  const logsAppend = db.transaction((lines: ReadonlyArray<LogLine>, drops: ReadonlyArray<LogDrops>) => {
+    for (const l of lines) logInsert.run(l.executionId, l.attempt, l.at, l.level, l.message, l.annotations)
+    for (const d of drops) logDrop.run(d.executionId, d.attempt, d.dropped)
+  })
   const dataVersion = db.query<{ data_version: number }, []>("PRAGMA data_version")
   const unknownJobs = db.query<{ job: string; count: number }, [string]>(
     `SELECT job, COUNT(*) AS count FROM roster_executions
@@ -332,6 +347,13 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
       attempt("list steps", () =>
         steps.all(id).map((r): Step => ({ executionId: r.execution_id, name: r.name, output: r.output, attempt: r.attempt, createdAt: r.created_at }))),
     stepsSave: (s) => attempt("save step", () => stepSave.run(s.executionId, s.name, s.output, s.attempt, s.createdAt).changes === 1),
+    logsAppend: ({ lines, drops }) =>
+      attempt("append logs", () => (lines.length + drops.length === 0 ? undefined : relaxed(() => logsAppend.immediate(lines, drops)))),
+    logsList: (id) =>
+      attempt("list logs", () => ({
+        lines: logSelect.all(id).map((r) => ({ executionId: r.execution_id, attempt: r.attempt, at: r.at, level: r.level, message: r.message, annotations: r.annotations })),
+        drops: dropSelect.all(id).map((r) => ({ executionId: r.execution_id, attempt: r.attempt, dropped: r.dropped }))
+      })),
     changeToken: attempt("read data_version", () => dataVersion.get()?.data_version ?? null),
     close: Effect.sync(() => db.close(false))
   })

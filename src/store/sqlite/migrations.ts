@@ -114,5 +114,27 @@ CREATE TABLE roster_leases (
 -- The overlap check: is an execution of this schedule still queued or running?
 CREATE INDEX roster_executions_schedule_active ON roster_executions (schedule_id, id) WHERE schedule_id IS NOT NULL AND state IN ('queued','running');
 `
+  },
+  {
+    version: 3,
+    name: "execution logs",
+    sql: `
+CREATE TABLE roster_logs (
+  execution_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  at INTEGER NOT NULL,
+  level TEXT NOT NULL,
+  message TEXT NOT NULL,
+  annotations TEXT
+) STRICT;
+CREATE INDEX roster_logs_execution ON roster_logs (execution_id, attempt);
+-- Lines a LogSink dropped under back-pressure, counted per attempt.
+CREATE TABLE roster_log_drops (
+  execution_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  dropped INTEGER NOT NULL,
+  PRIMARY KEY (execution_id, attempt)
+) STRICT, WITHOUT ROWID;
+`
   }
 ]
