@@ -3,6 +3,7 @@
  */
 export * as Job from "./jobs/Job.ts"
 export * as RetryPolicy from "./jobs/RetryPolicy.ts"
+export * as JobSchedule from "./jobs/JobSchedule.ts"
 export * as Registry from "./jobs/Registry.ts"
 export * from "./jobs/errors.ts"
 export * as Roster from "./runtime/Roster.ts"
@@ -14,3 +15,5 @@ export type { RosterConfig, WorkerSettings } from "./runtime/Config.ts"
 export { Store, StoreError } from "./store/Store.ts"
 export type { Execution, ExecutionState, ExecutionError, Attempt, Step } from "./store/Execution.ts"
 export { enqueueWithin } from "./runtime/Transactional.ts"
+export { Schedules } from "./runtime/Schedules.ts"
+export { ScheduleStore } from "./store/ScheduleStore.ts"

@@ -86,6 +86,8 @@ export const make = Effect.fnUntraced(function*(options: {
         const r = job.handler(payload, ctx)
         return Effect.isEffect(r) ? r : Effect.tryPromise({ try: () => r, catch: (e) => e })
       }).pipe(
+        // Roster's own Jobs (e.g. roster/prune) use the Store; user handlers need nothing.
+        Effect.provideService(Store, store),
         Effect.timeoutOrElse({
           duration: execution.timeoutMs,
           orElse: () => Effect.fail(new JobTimeout({ message: `timed out after ${execution.timeoutMs} ms`, timeoutMs: execution.timeoutMs }))

@@ -10,12 +10,14 @@ import { CliError, Command } from "effect/cli"
 import { enqueue } from "./commands/enqueue.ts"
 import { executions } from "./commands/executions.ts"
 import { check, migrate } from "./commands/migrate.ts"
+import { schedules } from "./commands/schedules.ts"
+import { dev, scheduler } from "./commands/scheduler.ts"
 import { worker } from "./commands/worker.ts"
 import { describeCause, exitCodeOf } from "./Output.ts"
 
 const roster = Command.make("roster").pipe(
   Command.withDescription("Durable Jobs and Schedules for TypeScript on Bun"),
-  Command.withSubcommands([worker, enqueue, executions, migrate, check])
+  Command.withSubcommands([worker, scheduler, dev, enqueue, executions, schedules, migrate, check])
 )
 
 const program = Command.runWith(roster, { version: "0.1.0" })(process.argv.slice(2)).pipe(

@@ -5,6 +5,7 @@
  * a newer worker knows.
  */
 import type { Job } from "./Job.ts"
+import type { CheckedSchedule } from "./JobSchedule.ts"
 import { isKebab } from "./Job.ts"
 import type { QueueConfig } from "./QueueConfig.ts"
 import { InvalidDefinition } from "./errors.ts"
@@ -15,6 +16,8 @@ export interface Registry {
   readonly queues: ReadonlyMap<string, QueueConfig>
   /** The file each Job came from, when discovered on disk (for error messages). */
   readonly sources: ReadonlyMap<string, string>
+  /** The file Schedules, validated against the Jobs (payloads encoded). */
+  readonly schedules: ReadonlyArray<CheckedSchedule>
 }
 
 /** A Job with the file it was found in, if any. */
@@ -60,7 +63,7 @@ export const make = (options: {
     jobs.set(job.id, job)
     if (file) sources.set(job.id, file)
   }
-  return { jobs, queues, sources }
+  return { jobs, queues, sources, schedules: [] }
 }
 
 /** Whether `make` returned an error. */

@@ -7,6 +7,7 @@ import { Effect } from "effect"
 import { existsSync } from "node:fs"
 import { resolve } from "node:path"
 import type { Job } from "../jobs/Job.ts"
+import type { JobSchedule } from "../jobs/JobSchedule.ts"
 import { InvalidDefinition } from "../jobs/errors.ts"
 
 /** Tuning of a worker process; defaults follow DESIGN §2. */
@@ -37,6 +38,10 @@ export interface RosterConfig {
   readonly appsDir?: string
   /** Jobs built in code, for apps that embed Roster; when given, appsDir is not scanned. */
   readonly jobs?: ReadonlyArray<Job<any, any, any>>
+  /** Schedules built in code (with `jobs`); otherwise discovered in `<appsDir>/<app>/schedules.ts`. */
+  readonly schedules?: ReadonlyArray<JobSchedule>
+  /** How long finished executions (with attempts, steps and logs) are kept; defaults 7 days / 30 days. */
+  readonly retention?: { readonly succeededMs?: number; readonly failedMs?: number }
   /** Queues and their per-process concurrency; `default` always exists. */
   readonly queues?: Readonly<Record<string, { readonly concurrency?: number }>>
   /** Largest accepted encoded payload in bytes (default 1 MiB). */

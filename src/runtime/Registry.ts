@@ -1,12 +1,15 @@
 /**
- * Builds a process's Registry from config: Jobs given in code, or discovered under
- * the apps folder; queues from config. Any problem fails startup with one message.
+ * Builds a process's Registry from config: Jobs and Schedules given in code, or
+ * discovered under the apps folder; queues from config; Roster's own Jobs added. Any
+ * problem fails startup with one message naming the file and the id.
  */
 import { Effect } from "effect"
-import { discoverJobs } from "../jobs/Discovery.ts"
+import { discoverJobs, discoverSchedules } from "../jobs/Discovery.ts"
+import { validateSchedules, type JobSchedule } from "../jobs/JobSchedule.ts"
 import { fromConfig } from "../jobs/QueueConfig.ts"
 import * as Registry from "../jobs/Registry.ts"
 import type { RosterConfig } from "./Config.ts"
+import { pruneJob } from "./Prune.ts"
 
 /** The apps folder a config points at. */
 export const appsDirOf = (config: RosterConfig): string => config.appsDir ?? "apps"
@@ -14,8 +17,14 @@ export const appsDirOf = (config: RosterConfig): string => config.appsDir ?? "ap
 /** Loads and validates the Registry for a config. */
 export const build = (config: RosterConfig) =>
   Effect.gen(function*() {
-    const jobs = config.jobs ? config.jobs.map((job) => ({ job })) : yield* discoverJobs(appsDirOf(config))
-    const registry = Registry.make({ jobs, queues: fromConfig(config.queues) })
+    const fromCode = config.jobs !== undefined
+    const jobs = fromCode ? config.jobs!.map((job) => ({ job })) : yield* discoverJobs(appsDirOf(config))
+    const registry = Registry.make({ jobs: [...jobs, { job: pruneJob }], queues: fromConfig(config.queues) })
     if (Registry.isError(registry)) return yield* Effect.fail(registry)
-    return registry
+    const schedules = fromCode
+      ? (config.schedules ?? []).map((schedule: JobSchedule) => ({ schedule }))
+      : yield* discoverSchedules(appsDirOf(config))
+    const checked = validateSchedules({ schedules, jobs: registry.jobs })
+    if (!Array.isArray(checked)) return yield* Effect.fail(checked as Exclude<typeof checked, ReadonlyArray<unknown>>)
+    return { ...registry, schedules: checked } satisfies Registry.Registry
   })

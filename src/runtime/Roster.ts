@@ -8,7 +8,8 @@
 import { Effect, Exit, Layer, ManagedRuntime, Scope } from "effect"
 import type { InvalidDefinition } from "../jobs/errors.ts"
 import type { Registry } from "../jobs/Registry.ts"
-import { layerSqlite } from "../store/sqlite/SqliteStore.ts"
+import { layerSqliteStores } from "../store/sqlite/SqliteLayer.ts"
+import { ScheduleStore } from "../store/ScheduleStore.ts"
 import { Store, StoreError } from "../store/Store.ts"
 import { Client } from "./Client.ts"
 import * as ClientModule from "./Client.ts"
@@ -22,12 +23,12 @@ import * as Worker from "./Worker.ts"
 export const databaseOf = (config: RosterConfig): string => config.db ?? "roster.db"
 
 /** The Store Layer for a config: SQLite for a path, PostgreSQL for a postgres:// URL. */
-export const layerStore = (config: RosterConfig): Layer.Layer<Store, StoreError> => {
+export const layerStore = (config: RosterConfig): Layer.Layer<Store | ScheduleStore, StoreError> => {
   const db = databaseOf(config)
   if (/^postgres(ql)?:\/\//.test(db)) {
-    return Layer.effect(Store, Effect.fail(new StoreError({ message: "PostgreSQL is not available in this build yet; use a SQLite path for ROSTER_DB" })))
+    return Layer.effectContext(Effect.fail(new StoreError({ message: "PostgreSQL is not available in this build yet; use a SQLite path for ROSTER_DB" })))
   }
-  return layerSqlite({ path: db, synchronous: config.synchronous ?? "FULL" })
+  return layerSqliteStores({ path: db, synchronous: config.synchronous ?? "FULL" })
 }
 
 /** Store + Core + Client for a config and an already-built Registry. */
@@ -41,7 +42,7 @@ export interface LayerOptions {
 }
 
 /** The embeddable Layer: provides the Client (and Store, Core), and runs a worker if asked. */
-export const layer = (config: RosterConfig, options: LayerOptions = {}): Layer.Layer<Client | Core.Core | Store, InvalidDefinition | StoreError> =>
+export const layer = (config: RosterConfig, options: LayerOptions = {}): Layer.Layer<Client | Core.Core | Store | ScheduleStore, InvalidDefinition | StoreError> =>
   Layer.unwrap(
     Effect.map(RegistryBuilder.build(config), (registry) => {
       const base = layerWithRegistry(config, registry)
@@ -72,7 +73,7 @@ export interface RosterHandle {
 export const open = async (config: RosterConfig): Promise<RosterHandle> => {
   const runtime = ManagedRuntime.make(layer(config))
   await runtime.runPromise(Effect.void)
-  const run = <A, E>(effect: Effect.Effect<A, E, Client | Core.Core | Store>) => runtime.runPromise(effect)
+  const run = <A, E>(effect: Effect.Effect<A, E, Client | Core.Core | Store | ScheduleStore>) => runtime.runPromise(effect)
   let workerScope: Scope.Closeable | undefined
   const stopWorker = async () => {
     const scope = workerScope

@@ -85,6 +85,24 @@ export interface HeartbeatResult {
   readonly held: ReadonlyArray<{ readonly id: string; readonly attempt: number; readonly cancelRequested: boolean }>
 }
 
+/** One queue's figures, for the dashboard overview and the queue-depth metrics. */
+export interface QueueStats {
+  readonly queue: string
+  /** Executions by stored state. */
+  readonly counts: Record<ExecutionState, number>
+  /** run_at of the oldest queued execution already due at the given time, or null. */
+  readonly oldestDueAt: number | null
+}
+
+/** Executions of one queue that finished in one time bucket. */
+export interface ThroughputBucket {
+  readonly queue: string
+  /** Start of the bucket: `since + k·bucketMs`. */
+  readonly at: number
+  readonly succeeded: number
+  readonly failed: number
+}
+
 /** What `executionsCancel` did. */
 export type CancelResult = "cancelled" | "requested" | "already-finished"
 
@@ -115,6 +133,12 @@ export class Store extends Context.Service<Store, {
   readonly executionsCancel: (req: { readonly id: string; readonly now: number }) => Effect.Effect<CancelResult | null, StoreError>
   /** Queued executions whose job is not in `known` (no running worker can claim them). */
   readonly executionsUnknownJobs: (known: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<{ readonly job: string; readonly count: number }>, StoreError>
+  /**
+   * Deletes up to `limit` finished executions — succeeded ones finished before
+   * `succeededBefore`, failed or cancelled ones before `failedBefore` — with their
+   * attempts, steps and logs, in one transaction; returns how many.
+   */
+  readonly executionsPrune: (req: { readonly succeededBefore: number; readonly failedBefore: number; readonly limit: number }) => Effect.Effect<number, StoreError>
   readonly attemptsList: (executionId: string) => Effect.Effect<ReadonlyArray<Attempt>, StoreError>
   readonly stepsList: (executionId: string) => Effect.Effect<ReadonlyArray<Step>, StoreError>
   /** Records a step's result; a second save of one name keeps the first (returns false). */
@@ -130,4 +154,14 @@ export class Store extends Context.Service<Store, {
   readonly changeToken: Effect.Effect<number | null, StoreError>
   /** Closes connections. */
   readonly close: Effect.Effect<void>
+  /**
+   * Per queue that has executions: counts by state, and the run_at of the oldest queued
+   * execution due at `now`. Read-only; scans the table (dashboard, metrics scrapes).
+   */
+  readonly executionsQueueStats: (req: { readonly now: number }) => Effect.Effect<ReadonlyArray<QueueStats>, StoreError>
+  /**
+   * Succeeded and failed executions per queue and bucket of `bucketMs`, by finished_at at
+   * or after `since`; buckets with neither are absent; ordered by `at`, then queue.
+   */
+  readonly executionsThroughput: (req: { readonly since: number; readonly bucketMs: number }) => Effect.Effect<ReadonlyArray<ThroughputBucket>, StoreError>
 }>()("roster/Store") {}

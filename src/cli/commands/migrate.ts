@@ -29,9 +29,10 @@ export const check = Command.make(
         ok: true,
         appsDir: RegistryBuilder.appsDirOf(config),
         queues: [...registry.queues.values()],
-        jobs: [...registry.jobs.values()].map((j) => ({ id: j.id, queue: j.queue, file: registry.sources.get(j.id) ?? null }))
+        jobs: [...registry.jobs.values()].map((j) => ({ id: j.id, queue: j.queue, file: registry.sources.get(j.id) ?? null })),
+        schedules: registry.schedules.map((c) => ({ id: c.schedule.id, job: c.schedule.job, file: c.file ?? null }))
       }
       if (flags.json) return yield* printJson(report)
-      yield* printLine(`ok: ${report.jobs.length} job(s) on ${report.queues.length} queue(s) in ${report.appsDir}`)
+      yield* printLine(`ok: ${report.jobs.length} job(s) on ${report.queues.length} queue(s), ${report.schedules.length} schedule(s) in ${report.appsDir}`)
     })
-).pipe(Command.withDescription("Validate config and apps (Jobs, queues); exits non-zero on any problem"))
+).pipe(Command.withDescription("Validate config and apps (Jobs, queues, Schedules and their payloads); exits non-zero on any problem"))

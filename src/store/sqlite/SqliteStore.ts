@@ -13,6 +13,7 @@ import type { Attempt, Execution, ExecutionState, LogDrops, LogLine, Step } from
 import { states } from "../Execution.ts"
 import type { CancelResult, ExecutionFilter, InsertRequest, InsertResult, Outcome } from "../Store.ts"
 import { Store, StoreError } from "../Store.ts"
+import { makeSqliteStats } from "./SqliteStats.ts"
 import { applyMigrations, openDatabase, type SqliteOptions } from "./SqliteConnection.ts"
 
 export type { SqliteOptions } from "./SqliteConnection.ts"
@@ -195,6 +196,22 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
   const stepSave = db.query(
     "INSERT INTO roster_steps (execution_id, name, output, attempt, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
   )
+  const pruneSelect = db.query<{ id: string }, [number, number, number]>(
+    `SELECT id FROM roster_executions
+      WHERE (state = 'succeeded' AND finished_at < ?1) OR (state IN ('failed', 'cancelled') AND finished_at < ?2)
+      LIMIT ?3`
+  )
+  const pruneTables = ["roster_attempts", "roster_steps", "roster_logs", "roster_log_drops"] as const
+  const pruneDeletes = [
+    ...pruneTables.map((t) => db.query(`DELETE FROM ${t} WHERE execution_id IN (SELECT value FROM json_each(?))`)),
+    db.query("DELETE FROM roster_executions WHERE id IN (SELECT value FROM json_each(?))")
+  ]
+  const prune = db.transaction((succeededBefore: number, failedBefore: number, limit: number): number => {
+    const ids = JSON.stringify(pruneSelect.all(succeededBefore, failedBefore, limit).map((r) => r.id))
+    let deleted = 0
+    for (const d of pruneDeletes) deleted = d.run(ids).changes
+    return deleted
+  })
   const logInsert = db.query("INSERT INTO roster_logs (execution_id, attempt, at, level, message, annotations) VALUES (?, ?, ?, ?, ?, ?)")
   const logDrop = db.query(
     `INSERT INTO roster_log_drops (execution_id, attempt, dropped) VALUES (?, ?, ?)
@@ -347,6 +364,7 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
       attempt("list steps", () =>
         steps.all(id).map((r): Step => ({ executionId: r.execution_id, name: r.name, output: r.output, attempt: r.attempt, createdAt: r.created_at }))),
     stepsSave: (s) => attempt("save step", () => stepSave.run(s.executionId, s.name, s.output, s.attempt, s.createdAt).changes === 1),
+    executionsPrune: (req) => attempt("prune executions", () => prune.immediate(req.succeededBefore, req.failedBefore, req.limit)),
     logsAppend: ({ lines, drops }) =>
       attempt("append logs", () => (lines.length + drops.length === 0 ? undefined : relaxed(() => logsAppend.immediate(lines, drops)))),
     logsList: (id) =>
@@ -355,7 +373,8 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
         drops: dropSelect.all(id).map((r) => ({ executionId: r.execution_id, attempt: r.attempt, dropped: r.dropped }))
       })),
     changeToken: attempt("read data_version", () => dataVersion.get()?.data_version ?? null),
-    close: Effect.sync(() => db.close(false))
+    close: Effect.sync(() => db.close(false)),
+    ...makeSqliteStats(db, attempt)
   })
 }
 
@@ -366,22 +385,23 @@ export const toStoreError = (what: string, cause: unknown): StoreError => {
   return new StoreError({ message: `${what}: ${message}${hint}`, cause })
 }
 
+/** Opens, configures and migrates the file in the current scope (closed with it). */
+export const acquireDatabase = (options: SqliteOptions) =>
+  Effect.acquireRelease(
+    Effect.gen(function*() {
+      const db = yield* Effect.try({
+        try: () => openDatabase(options),
+        catch: (cause) => new StoreError({ message: (cause as Error).message, cause })
+      })
+      const now = yield* Clock.currentTimeMillis
+      return yield* Effect.try({
+        try: () => (applyMigrations(db, now), db),
+        catch: (cause) => (db.close(false), toStoreError(`prepare database ${options.path}`, cause))
+      })
+    }),
+    (db) => Effect.sync(() => db.close(false))
+  )
+
 /** The SQLite Store as a Layer: opens the file, migrates, closes it with the scope. */
 export const layerSqlite = (options: SqliteOptions): Layer.Layer<Store, StoreError> =>
-  Layer.effect(
-    Store,
-    Effect.acquireRelease(
-      Effect.gen(function*() {
-        const db = yield* Effect.try({
-          try: () => openDatabase(options),
-          catch: (cause) => new StoreError({ message: (cause as Error).message, cause })
-        })
-        const now = yield* Clock.currentTimeMillis
-        return yield* Effect.try({
-          try: () => (applyMigrations(db, now), makeSqliteStore(db)),
-          catch: (cause) => (db.close(false), toStoreError(`prepare database ${options.path}`, cause))
-        })
-      }),
-      (store) => store.close
-    )
-  )
+  Layer.effect(Store, Effect.map(acquireDatabase(options), makeSqliteStore))

@@ -1,0 +1,30 @@
+/**
+ * `roster scheduler` (only enqueues: the leader records fires durably, standbys wait)
+ * and `roster dev` (scheduler and worker in one process; fires still go through the
+ * durable queue).
+ */
+import { Effect, Option } from "effect"
+import { Command, Flag } from "effect/cli"
+import * as SchedulerRuntime from "../../runtime/SchedulerRuntime.ts"
+import * as Worker from "../../runtime/Worker.ts"
+import { runtimeLayer } from "../Environment.ts"
+
+/** The scheduler command. */
+export const scheduler = Command.make("scheduler", {}, () =>
+  Effect.scoped(Effect.andThen(SchedulerRuntime.start(), Effect.never)).pipe(Effect.provide(runtimeLayer))).pipe(
+    Command.withDescription("Run the scheduler: record due fires of Schedules and enqueue them (runs no Jobs)")
+  )
+
+/** The dev command. */
+export const dev = Command.make(
+  "dev",
+  { concurrency: Flag.Int("concurrency").pipe(Flag.withDescription("executions run at once per queue"), Flag.optional) },
+  (flags) =>
+    Effect.scoped(
+      Effect.gen(function*() {
+        yield* Worker.start({ concurrency: Option.getOrUndefined(flags.concurrency) })
+        yield* SchedulerRuntime.start()
+        yield* Effect.never
+      })
+    ).pipe(Effect.provide(runtimeLayer))
+).pipe(Command.withDescription("Development: a scheduler and a worker in one process"))

@@ -1,0 +1,51 @@
+/**
+ * The scheduler runtime: upserts Roster's system Schedules, then runs the Scheduler
+ * actor (leader lease, file sync, durable fires) under supervision in the current
+ * scope. Fires it enqueues in this process wake this process's Dispatchers at once
+ * (`roster dev`); other processes find them through their change watcher or polling.
+ */
+import { Clock, Effect } from "effect"
+import * as Scheduler from "../actors/Scheduler.ts"
+import { supervise } from "../actors/supervise.ts"
+import { ScheduleStore } from "../store/ScheduleStore.ts"
+import { Core } from "./Core.ts"
+import { pruneScheduleSpec } from "./Prune.ts"
+import { defaultWorkerId } from "./Worker.ts"
+
+/** Options of the scheduler runtime. */
+export interface SchedulerRuntimeOptions {
+  readonly owner?: string | undefined
+  readonly pollMs?: number | undefined
+  readonly leaseTtlMs?: number | undefined
+}
+
+/** Starts the scheduler in the current scope; returns its handle. */
+export const start = Effect.fnUntraced(function*(options: SchedulerRuntimeOptions = {}) {
+  const core = yield* Core
+  const store = yield* ScheduleStore
+  const now = yield* Clock.currentTimeMillis
+  yield* store.schedulesUpsert({ schedule: pruneScheduleSpec(core.config, now), source: "system", now })
+  const jobs = new Map([...core.registry.jobs].map(([id, job]) => [id, Scheduler.fromJob(job)]))
+  const owner = options.owner ?? defaultWorkerId()
+  // Wake this process's Dispatchers for what the Scheduler enqueues (the store decorator is the seam).
+  const notifying: ScheduleStore["Service"] = {
+    ...store,
+    schedulesRecordFires: (reqs) =>
+      Effect.tap(store.schedulesRecordFires(reqs), (results) =>
+        Effect.sync(() =>
+          results.forEach((r, i) => {
+            const e = reqs[i]?.execution
+            if (r.inserted && e) core.bus.notify(e.queue, e.runAt)
+          })))
+  }
+  const scheduler = yield* Scheduler.make({
+    owner,
+    schedules: core.registry.schedules.map((c) => c.schedule),
+    jobs,
+    pollMs: options.pollMs ?? Number(process.env.ROSTER_SCHEDULER_POLL_MS ?? 1_000),
+    leaseTtlMs: options.leaseTtlMs ?? Number(process.env.ROSTER_SCHEDULER_LEASE_MS ?? 15_000)
+  })
+  yield* Effect.forkScoped(supervise("Scheduler", Effect.provideService(scheduler.run, ScheduleStore, notifying)))
+  yield* Effect.logInfo(`scheduler ${owner} started with ${core.registry.schedules.length} file schedule(s)`)
+  return scheduler
+})
