@@ -5,8 +5,9 @@ import { Clock, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { states, type ExecutionState, type LogLine } from "../../store/Execution.ts"
 import { Store } from "../../store/Store.ts"
-import { storeLayer } from "../Environment.ts"
-import { CliFailure, executionSummary, printJson, printLine, table } from "../Output.ts"
+import { Client } from "../../runtime/Client.ts"
+import { runtimeLayer, storeLayer } from "../Environment.ts"
+import { CliFailure, describeCause, executionSummary, printJson, printLine, table } from "../Output.ts"
 
 const logJson = (l: LogLine) => ({
   attempt: l.attempt,
@@ -113,6 +114,58 @@ const logs = Command.make(
     }).pipe(Effect.provide(storeLayer))
 ).pipe(Command.withDescription("Print an execution's captured logs, all attempts in order"))
 
+/** Prints `label n/total` on a terminal's stderr, overwriting the line; silent when not a TTY. */
+const progress = (label: string, done: number, total: number) =>
+  Effect.sync(() => {
+    if (process.stderr.isTTY) process.stderr.write(`\r${label} ${done}/${total}${done === total ? "\n" : ""}`)
+  })
+
+/** Runs an action on one execution (by id) or on every execution matching filters. */
+const bulk = <A>(
+  name: "cancel" | "retry",
+  act: (client: Client["Service"], id: string) => Effect.Effect<A, { readonly message: string }>,
+  describe: (id: string, result: A) => string
+) =>
+  Command.make(
+    name,
+    {
+      id: Argument.String("id").pipe(Argument.withDescription("the execution id (or use filters)"), Argument.optional),
+      ...filterFlags,
+      limit: Flag.Int("limit").pipe(Flag.withDescription("most executions acted on with filters (default 10,000)"), Flag.withDefault(10_000)),
+      json
+    },
+    (flags) =>
+      Effect.gen(function*() {
+        const client = yield* Client
+        const filter = yield* toFilter(flags)
+        const hasFilter = Object.values(filter).some((v) => v !== undefined)
+        if (Option.isSome(flags.id) === hasFilter) {
+          return yield* Effect.fail(new CliFailure(`give an execution id or filters (--job, --queue, --state, --since), not both`, 2))
+        }
+        const ids = Option.isSome(flags.id) ? [flags.id.value] : (yield* client.list({ ...filter, limit: flags.limit })).map((e) => e.id)
+        const results: Array<{ id: string; ok: boolean; result?: A; error?: string }> = []
+        for (const [i, id] of ids.entries()) {
+          const exit = yield* Effect.exit(act(client, id))
+          results.push(exit._tag === "Success" ? { id, ok: true, result: exit.value } : { id, ok: false, error: describeCause(exit.cause) })
+          if (ids.length > 1) yield* progress(name === "cancel" ? "cancelling" : "retrying", i + 1, ids.length)
+        }
+        if (flags.json) yield* printJson(Option.isSome(flags.id) ? results[0] : { total: ids.length, ok: results.filter((r) => r.ok).length, results })
+        else if (Option.isNone(flags.id) || results[0]!.ok) {
+          for (const r of results) yield* printLine(r.ok ? describe(r.id, r.result as A) : `${r.id}: ${r.error}`)
+        }
+        if (Option.isSome(flags.id) && !results[0]!.ok) return yield* Effect.fail(new CliFailure(results[0]!.error!))
+        if (ids.length > 0 && results.every((r) => !r.ok)) return yield* Effect.fail(new CliFailure(`no execution could be ${name === "cancel" ? "cancelled" : "retried"}`))
+      }).pipe(Effect.provide(runtimeLayer))
+  )
+
+const cancel = bulk("cancel", (c, id) => c.cancel(id), (id, r) => `${id}: ${r === "requested" ? "cancel requested (its worker stops it at the next heartbeat)" : r}`).pipe(
+  Command.withDescription("Cancel a queued execution, or ask a running one to stop; with filters, every match")
+)
+
+const retry = bulk("retry", (c, id) => c.retry(id), (id, r) => `${id}: retried as ${r.id}`).pipe(
+  Command.withDescription("Retry a failed or cancelled execution as a new linked one; with filters, every match")
+)
+
 const count = Command.make(
   "count",
   { ...filterFlags, json },
@@ -128,5 +181,5 @@ const count = Command.make(
 /** The executions command group. */
 export const executions = Command.make("executions").pipe(
   Command.withDescription("Inspect executions"),
-  Command.withSubcommands([list, show, logs, count])
+  Command.withSubcommands([list, show, logs, count, cancel, retry])
 )
