@@ -1,8 +1,8 @@
 /**
- * The LogSink persists what handlers log. Each running execution gets a capture
- * logger (installed beside the process's own loggers, so every line also reaches the
- * worker's output) that offers the line, annotated with execution id and attempt, to
- * a bounded mailbox without ever waiting. The sink takes everything waiting and writes
+ * The LogSink persists what handlers log. Its capture logger is installed beside the
+ * process's own loggers for every running execution (so each line also reaches the
+ * worker's output); it keeps the lines annotated with an execution id and attempt and
+ * offers them to a bounded mailbox without ever waiting. The sink takes everything waiting and writes
  * it in one transaction. When a burst outruns the store the mailbox is full: the line
  * is dropped, counted per attempt, and the count is written with the next batch — the
  * handler is never blocked.
@@ -14,8 +14,8 @@ import * as Metrics from "./Metrics.ts"
 
 /** The LogSink's interface. */
 export interface LogSink {
-  /** A logger capturing lines for one attempt. */
-  readonly loggerFor: (executionId: string, attempt: number) => Logger.Logger<unknown, void>
+  /** The capture logger: keeps lines annotated with an executionId and attempt. */
+  readonly logger: Logger.Logger<unknown, void>
   /** Writes everything still waiting (used at shutdown and by tests). */
   readonly flush: Effect.Effect<void>
 }
@@ -72,21 +72,25 @@ export const make = Effect.fnUntraced(function*(options: { readonly capacity?: n
   yield* Effect.addFinalizer(() => flush)
 
   const sink: LogSink = {
-    loggerFor: (executionId, attempt) =>
-      Logger.make(({ message, logLevel, date, cause, fiber }) => {
-        let text = render(message)
-        if (cause.reasons.length > 0) text += `\n${Cause.pretty(cause)}`
-        const annotations = ownAnnotations(fiber.getRef(References.CurrentLogAnnotations))
-        const line: LogLine = {
-          executionId,
-          attempt,
-          at: date.getTime(),
-          level: logLevel,
-          message: text,
-          annotations: Object.keys(annotations).length > 0 ? safeJson(annotations) : null
-        }
-        if (!Queue.offerUnsafe(mailbox, line)) countDrop(executionId, attempt, 1)
-      }),
+    logger: Logger.make(({ message, logLevel, date, cause, fiber }) => {
+      const all = fiber.getRef(References.CurrentLogAnnotations)
+      const executionId = all.executionId
+      const attempt = all.attempt
+      // Only lines logged while an execution runs (the WorkerPool annotates them) are kept.
+      if (typeof executionId !== "string" || typeof attempt !== "number") return
+      let text = render(message)
+      if (cause.reasons.length > 0) text += `\n${Cause.pretty(cause)}`
+      const annotations = ownAnnotations(all)
+      const line: LogLine = {
+        executionId,
+        attempt,
+        at: date.getTime(),
+        level: logLevel,
+        message: text,
+        annotations: Object.keys(annotations).length > 0 ? safeJson(annotations) : null
+      }
+      if (!Queue.offerUnsafe(mailbox, line)) countDrop(executionId, attempt, 1)
+    }),
     flush
   }
   return sink

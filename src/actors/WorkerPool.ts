@@ -1,6 +1,6 @@
 /**
- * The WorkerPool runs claimed executions: one fiber per execution in a FiberMap keyed
- * by execution id. Each fiber decodes the stored payload, runs the handler under the
+ * The WorkerPool runs claimed executions: one fiber per execution in a FiberSet, with
+ * a plain map from execution id to its slot (a FiberMap would hash every id). Each fiber decodes the stored payload, runs the handler under the
  * Job's timeout, and hands the outcome to the Recorder.
  *
  * Per execution: running → (recording) → done. An interrupt carries a reason:
@@ -9,7 +9,7 @@
  * - `lost`     another worker owns it now: nothing is written, the outcome is dropped.
  * Once a fiber is recording, interrupts no longer apply: the outcome is already on its way.
  */
-import { Cause, Clock, Effect, FiberMap, Logger, Metric, Random, Schema } from "effect"
+import { Cause, Clock, Effect, Fiber, FiberSet, Logger, Metric, Random, Schema } from "effect"
 import type { Job } from "../jobs/Job.ts"
 import type { Registry } from "../jobs/Registry.ts"
 import * as RetryPolicy from "../jobs/RetryPolicy.ts"
@@ -41,6 +41,7 @@ export interface WorkerPool {
 interface Slot {
   reason: InterruptReason | undefined
   recording: boolean
+  fiber: Fiber.Fiber<void> | undefined
 }
 
 /** Picks the next attempt's fate: retry after a delay, or fail for good. */
@@ -72,9 +73,18 @@ export const make = Effect.fnUntraced(function*(options: {
   readonly logSink?: LogSink | undefined
 }) {
   const store = yield* Store
-  const fibers = yield* FiberMap.make<string>()
-  const slots = new Map<string, Slot>()
   const { registry, recorder, workerId, logSink } = options
+  const fibers = yield* FiberSet.make()
+  // Loggers of every execution: the process's own plus the LogSink's capture logger, built once.
+  const loggers = logSink === undefined ? undefined : new Set([...(yield* Logger.CurrentLoggers), logSink.logger])
+  const counters = new Map<string, Metric.Counter<number>>()
+  const counterFor = (job: string, queue: string, outcome: string) => {
+    const key = `${job}\u0000${queue}\u0000${outcome}`
+    let c = counters.get(key)
+    if (!c) counters.set(key, (c = Metric.withAttributes(Metrics.executions, { job, queue, outcome })))
+    return c
+  }
+  const slots = new Map<string, Slot>()
 
   const execute = (job: Job, execution: Execution) =>
     Effect.gen(function*() {
@@ -125,8 +135,7 @@ export const make = Effect.fnUntraced(function*(options: {
         const now = yield* Clock.currentTimeMillis
         const random = yield* Random.next
         const outcome = outcomeOf(job, execution, exit, slot, now, random)
-        const attrs = { job: execution.job, queue: execution.queue, outcome: outcome?.kind ?? "lost" }
-        yield* Metric.update(Metric.withAttributes(Metrics.executions, attrs), 1)
+        yield* Metric.update(counterFor(execution.job, execution.queue, outcome?.kind ?? "lost"), 1)
         yield* Metric.update(Metrics.durations, now - started)
         if (outcome === null) {
           yield* Effect.logWarning(`lease on ${execution.id} (${execution.job}) was lost; the outcome is dropped`)
@@ -143,37 +152,32 @@ export const make = Effect.fnUntraced(function*(options: {
         if (!applied) yield* Effect.logWarning(`lease on ${execution.id} (${execution.job}) was lost before its outcome was recorded; the outcome is dropped`)
       }).pipe(
         Effect.annotateLogs({ executionId: execution.id, job: execution.job, attempt: execution.attempt }),
-        withCapture(execution)
+        withCapture
       )
     )
 
-  const withCapture = (execution: Execution) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    logSink === undefined
-      ? effect
-      : Effect.gen(function*() {
-        const loggers = yield* Logger.CurrentLoggers
-        return yield* Effect.provideService(effect, Logger.CurrentLoggers, new Set([...loggers, logSink.loggerFor(execution.id, execution.attempt)]))
-      })
+  const withCapture = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    loggers === undefined ? effect : Effect.provideService(effect, Logger.CurrentLoggers, loggers)
 
   const pool: WorkerPool = {
     run: (execution, release) =>
       Effect.gen(function*() {
-        const slot: Slot = { reason: undefined, recording: false }
+        const slot: Slot = { reason: undefined, recording: false, fiber: undefined }
         slots.set(execution.id, slot)
-        yield* FiberMap.run(fibers, execution.id)(
+        slot.fiber = yield* FiberSet.run(fibers)(
           runOne(execution, slot).pipe(Effect.ensuring(Effect.andThen(Effect.sync(() => slots.delete(execution.id)), release)))
         )
       }),
     interrupt: (id, reason) =>
       Effect.suspend(() => {
         const slot = slots.get(id)
-        if (!slot || slot.recording) return Effect.void
+        if (!slot || slot.recording || slot.fiber === undefined) return Effect.void
         slot.reason = reason
-        return FiberMap.remove(fibers, id)
+        return Fiber.interrupt(slot.fiber)
       }),
     running: () => [...slots.entries()].filter(([, s]) => !s.recording).map(([id]) => id),
-    size: FiberMap.size(fibers),
-    awaitEmpty: Effect.ignore(FiberMap.awaitEmpty(fibers))
+    size: FiberSet.size(fibers),
+    awaitEmpty: FiberSet.awaitEmpty(fibers)
   }
   return pool
 })
