@@ -15,7 +15,7 @@ import type { Registry } from "../jobs/Registry.ts"
 import * as RetryPolicy from "../jobs/RetryPolicy.ts"
 import * as Failure from "../jobs/Failure.ts"
 import { JobTimeout, UndecodablePayload } from "../jobs/errors.ts"
-import type { Execution, ExecutionError } from "../store/Execution.ts"
+import { type Execution, type ExecutionError, UnparsedPayload } from "../store/Execution.ts"
 import type { Outcome } from "../store/Store.ts"
 import { Store } from "../store/Store.ts"
 import * as Metrics from "./Metrics.ts"
@@ -88,6 +88,9 @@ export const make = Effect.fnUntraced(function*(options: {
 
   const execute = (job: Job, execution: Execution) =>
     Effect.gen(function*() {
+      if (execution.payload instanceof UnparsedPayload) {
+        return yield* new UndecodablePayload({ message: `stored payload of ${execution.id} is not JSON (${execution.payload.reason})` })
+      }
       const payload = yield* Schema.decodeUnknownEffect(jsonCodec(job.payload))(execution.payload).pipe(
         Effect.mapError((e) => new UndecodablePayload({ message: `stored payload does not match ${job.id}'s schema: ${e.message.replace(/\s*\n\s*/g, " ")}` }))
       )

@@ -22,6 +22,15 @@ export interface ExecutionError {
   readonly pretty: string
 }
 
+/**
+ * A stored payload that is not JSON text (written by hand or by a foreign tool). It is
+ * returned in place of the payload so one bad row never breaks a claim of many; the
+ * worker fails it permanently as UndecodablePayload.
+ */
+export class UnparsedPayload {
+  constructor(readonly text: string, readonly reason: string) {}
+}
+
 /** A Job Execution. Times are epoch milliseconds. */
 export interface Execution {
   readonly id: string

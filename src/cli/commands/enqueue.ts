@@ -39,6 +39,9 @@ export const enqueue = Command.make(
       }
       if (Option.isSome(flags.ndjson)) {
         if (Option.isSome(flags.payload)) return yield* Effect.fail(new CliFailure("use either --payload or --ndjson, not both", 2))
+        if (Option.isSome(flags.key)) {
+          return yield* Effect.fail(new CliFailure("--idempotency-key applies to one execution; it cannot be combined with --ndjson", 2))
+        }
         const source = flags.ndjson.value
         const text = yield* Effect.try({
           try: () => readFileSync(source === "-" ? 0 : source, "utf8"),

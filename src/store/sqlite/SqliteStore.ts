@@ -10,7 +10,7 @@
 import type { Database } from "bun:sqlite"
 import { Clock, Effect, Layer } from "effect"
 import type { Attempt, Execution, ExecutionState, LogDrops, LogLine, Step } from "../Execution.ts"
-import { states } from "../Execution.ts"
+import { states, UnparsedPayload } from "../Execution.ts"
 import type { CancelResult, ExecutionFilter, InsertRequest, InsertResult, Outcome } from "../Store.ts"
 import { Store, StoreError } from "../Store.ts"
 import { makeSqliteStats } from "./SqliteStats.ts"
@@ -46,13 +46,21 @@ interface ExecutionRow {
 
 const parseJson = (text: string | null): unknown => (text === null ? null : JSON.parse(text))
 
+const parsePayload = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch (e) {
+    return new UnparsedPayload(text, (e as Error).message)
+  }
+}
+
 /** Maps a stored row to an Execution. */
 export const toExecution = (r: ExecutionRow): Execution => ({
   id: r.id,
   job: r.job,
   queue: r.queue,
   state: r.state,
-  payload: parseJson(r.payload),
+  payload: parsePayload(r.payload),
   priority: r.priority,
   attempt: r.attempt,
   maxAttempts: r.max_attempts,
