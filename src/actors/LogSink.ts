@@ -2,10 +2,10 @@
  * The LogSink persists what handlers log. Its capture logger is installed beside the
  * process's own loggers for every running execution (so each line also reaches the
  * worker's output); it keeps the lines annotated with an execution id and attempt and
- * offers them to a bounded mailbox without ever waiting. The sink takes everything waiting and writes
- * it in one transaction. When a burst outruns the store the mailbox is full: the line
- * is dropped, counted per attempt, and the count is written with the next batch — the
- * handler is never blocked.
+ * offers them to a bounded mailbox without ever waiting. The sink gathers lines for a
+ * short window (100 ms by default) and writes them in one transaction. When a burst
+ * outruns the store the mailbox is full: the line is dropped, counted per attempt, and
+ * the count is written with the next batch — the handler is never blocked.
  */
 import { Cause, Effect, Logger, Metric, Queue, References } from "effect"
 import type { LogDrops, LogLine } from "../store/Execution.ts"
@@ -34,7 +34,7 @@ const render = (message: unknown): string => {
 }
 
 /** Starts a LogSink in the current scope; `capacity` bounds the lines waiting to be written. */
-export const make = Effect.fnUntraced(function*(options: { readonly capacity?: number } = {}) {
+export const make = Effect.fnUntraced(function*(options: { readonly capacity?: number; readonly flushMs?: number } = {}) {
   const store = yield* Store
   const capacity = options.capacity ?? 10_000
   const mailbox = yield* Queue.bounded<LogLine>(capacity)
@@ -64,7 +64,10 @@ export const make = Effect.fnUntraced(function*(options: { readonly capacity?: n
 
   const loop = Effect.gen(function*() {
     while (true) {
-      yield* write(yield* Queue.takeAll(mailbox))
+      const first = yield* Queue.takeAll(mailbox)
+      // Gather for a moment so a busy worker writes its logs in few transactions.
+      if ((options.flushMs ?? 0) > 0) yield* Effect.sleep(options.flushMs!)
+      yield* write([...first, ...(yield* Queue.clear(mailbox))])
     }
   })
   yield* Effect.forkScoped(Effect.annotateLogs(loop, "actor", "LogSink"))

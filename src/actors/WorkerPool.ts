@@ -28,7 +28,11 @@ export type InterruptReason = "cancel" | "shutdown" | "lost"
 
 /** The WorkerPool's interface. */
 export interface WorkerPool {
-  /** Starts running a claimed execution; `release` runs once its outcome is recorded. */
+  /**
+   * Starts running a claimed execution; `release` (the queue's permit) runs once, as soon
+   * as the handler has ended — its outcome is then on its way to the Recorder — so the
+   * Dispatcher can claim the next batch while this one commits.
+   */
   readonly run: (execution: Execution, release: Effect.Effect<void>) => Effect.Effect<void>
   /** Interrupts an in-flight execution for a reason; a no-op once it is recording. */
   readonly interrupt: (id: string, reason: InterruptReason) => Effect.Effect<void>
@@ -126,7 +130,7 @@ export const make = Effect.fnUntraced(function*(options: {
     return fate.kind === "retry" ? { ...base, kind: "retry", runAt: fate.runAt, error } : { ...base, kind: "failed", error }
   }
 
-  const runOne = (execution: Execution, slot: Slot) =>
+  const runOne = (execution: Execution, slot: Slot, release: Effect.Effect<void>) =>
     Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
         const job = registry.jobs.get(execution.job)
@@ -135,6 +139,7 @@ export const make = Effect.fnUntraced(function*(options: {
           restore(job ? execute(job, execution) : Effect.fail(new UndecodablePayload({ message: `no handler for ${execution.job} in this worker` })))
         )
         slot.recording = true
+        yield* release
         const now = yield* Clock.currentTimeMillis
         const random = yield* Random.next
         const outcome = outcomeOf(job, execution, exit, slot, now, random)
@@ -167,8 +172,10 @@ export const make = Effect.fnUntraced(function*(options: {
       Effect.gen(function*() {
         const slot: Slot = { reason: undefined, recording: false, fiber: undefined }
         slots.set(execution.id, slot)
+        let released = false
+        const releaseOnce = Effect.suspend(() => (released ? Effect.void : ((released = true), release)))
         slot.fiber = yield* FiberSet.run(fibers)(
-          runOne(execution, slot).pipe(Effect.ensuring(Effect.andThen(Effect.sync(() => slots.delete(execution.id)), release)))
+          runOne(execution, slot, releaseOnce).pipe(Effect.ensuring(Effect.andThen(Effect.sync(() => slots.delete(execution.id)), releaseOnce)))
         )
       }),
     interrupt: (id, reason) =>

@@ -28,6 +28,8 @@ export interface WorkerSettings {
   readonly batchSize: number
   /** Handler log lines that may wait to be written before new ones are dropped (default 10,000). */
   readonly logCapacity: number
+  /** How long the LogSink gathers lines before writing them (default 100 ms). */
+  readonly logFlushMs: number
 }
 
 /** The whole configuration, as written in roster.config.ts. */
@@ -63,7 +65,8 @@ export const defaultWorkerSettings: WorkerSettings = {
   reapMs: 5_000,
   graceMs: 30_000,
   batchSize: 100,
-  logCapacity: 10_000
+  logCapacity: 10_000,
+  logFlushMs: 100
 }
 
 const envNumber = (name: string): number | undefined => {
@@ -85,7 +88,8 @@ export const withEnv = (config: RosterConfig): RosterConfig => {
     ["reapMs", "ROSTER_REAP_MS"],
     ["graceMs", "ROSTER_GRACE_MS"],
     ["batchSize", "ROSTER_BATCH_SIZE"],
-    ["logCapacity", "ROSTER_LOG_CAPACITY"]
+    ["logCapacity", "ROSTER_LOG_CAPACITY"],
+    ["logFlushMs", "ROSTER_LOG_FLUSH_MS"]
   ]
   for (const [key, env] of pairs) {
     const n = envNumber(env)

@@ -59,7 +59,7 @@ export const start = Effect.fnUntraced(function*(options: WorkerOptions = {}) {
     if (!q) return yield* new InvalidDefinition({ message: `queue "${name}" is not declared (declared: ${[...core.registry.queues.keys()].join(", ")})` })
     queues.push(options.concurrency ? { name, concurrency: options.concurrency } : q)
   }
-  const logSink = yield* LogSink.make({ capacity: settings.logCapacity })
+  const logSink = yield* LogSink.make({ capacity: settings.logCapacity, flushMs: settings.logFlushMs })
   const pool = yield* WorkerPool.make({ registry: core.registry, recorder: core.recorder, workerId, logSink })
   const dispatchers: Array<Fiber.Fiber<void>> = []
   const wakes: Array<(at: number) => void> = []

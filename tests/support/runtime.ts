@@ -18,7 +18,7 @@ import type { Core } from "../../src/runtime/Core.ts"
 import type { Store } from "../../src/store/Store.ts"
 
 /** Worker settings for TestClock runs: no change watcher (it would spin on every adjust). */
-export const testSettings: Partial<WorkerSettings> = { watchMs: 0, pollMs: 1_000, heartbeatMs: 1_000, leaseMs: 5_000, reapMs: 1_000, graceMs: 2_000 }
+export const testSettings: Partial<WorkerSettings> = { watchMs: 0, logFlushMs: 0, pollMs: 1_000, heartbeatMs: 1_000, leaseMs: 5_000, reapMs: 1_000, graceMs: 2_000 }
 
 /** Runs `body` with a fresh database, the given Jobs (or Jobs made for the database's path), and the TestClock. */
 export const runOnTestClock = <A, E>(

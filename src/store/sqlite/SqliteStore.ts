@@ -110,7 +110,27 @@ export const makeStatements = (db: Database) => {
     if (!existing) throw new Error(`insert of ${r.job} with key ${key} conflicted but no row was found`)
     return { id: existing.id, inserted: false }
   }
-  return { insertOne }
+  // Rows without an idempotency key cannot conflict: insert them many at a time.
+  const insertBulk = db.query<never, [string]>(
+    `INSERT INTO roster_executions (id, job, queue, state, payload, priority, attempt, max_attempts, retry, timeout_ms,
+       run_at, created_at, idempotency_key, schedule_id, fire_at, retry_of)
+     SELECT r.value ->> 0, r.value ->> 1, r.value ->> 2, 'queued', r.value ->> 3, r.value ->> 4, 0, r.value ->> 5, r.value ->> 6,
+            r.value ->> 7, r.value ->> 8, r.value ->> 9, NULL, r.value ->> 10, r.value ->> 11, r.value ->> 12
+       FROM json_each(?) AS r`
+  )
+  /** Inserts rows in order (the caller holds the transaction); results match the input order. */
+  const insertAll = (rows: ReadonlyArray<InsertRequest>): Array<InsertResult> => {
+    const keyless = rows.filter((r) => r.idempotencyKey === null)
+    if (keyless.length > 1) {
+      insertBulk.run(JSON.stringify(keyless.map((r) => [
+        r.id, r.job, r.queue, r.payload, r.priority, r.retry.attempts, JSON.stringify(r.retry), r.timeoutMs,
+        r.runAt, r.now, r.scheduleId ?? null, r.fireAt ?? null, r.retryOf ?? null
+      ])))
+      return rows.map((r) => (r.idempotencyKey === null ? { id: r.id, inserted: true } : insertOne(r)))
+    }
+    return rows.map(insertOne)
+  }
+  return { insertOne, insertAll }
 }
 
 /** Builds the SQLite Store over an open database. */
@@ -132,7 +152,7 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
       db.run("PRAGMA synchronous = FULL")
     }
   }
-  const { insertOne } = makeStatements(db)
+  const { insertAll } = makeStatements(db)
   const claim = db.query<ExecutionRow, [string, number, number, string, string, number]>(
     `UPDATE roster_executions
         SET state = 'running', attempt = attempt + 1, lease_owner = ?1, lease_expires_at = ?2, started_at = ?3
@@ -241,7 +261,7 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
       WHERE state = 'queued' AND job NOT IN (SELECT value FROM json_each(?)) GROUP BY job ORDER BY job`
   )
 
-  const insertMany = db.transaction((rows: ReadonlyArray<InsertRequest>) => rows.map(insertOne))
+  const insertMany = db.transaction(insertAll)
 
   const applyOutcome = (o: Outcome): boolean => {
     const fence = [o.id, o.workerId, o.attempt] as const
