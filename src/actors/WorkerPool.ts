@@ -22,6 +22,7 @@ import * as Metrics from "./Metrics.ts"
 import type { LogSink } from "./LogSink.ts"
 import type { Recorder } from "./Recorder.ts"
 import { makeContext } from "./Steps.ts"
+import { failureMessage, jsonCodecOf } from "../jobs/JsonCodec.ts"
 
 /** Why an in-flight execution is being interrupted. */
 export type InterruptReason = "cancel" | "shutdown" | "lost"
@@ -61,12 +62,6 @@ export const retryOrFail = (
   return { kind: "retry", runAt: now + RetryPolicy.delayMs(policy, execution.attempt, error, random) }
 }
 
-const codecs = new WeakMap<object, Schema.Codec<any, any>>()
-const jsonCodec = (schema: Schema.Codec<any, any>) => {
-  let c = codecs.get(schema)
-  if (!c) codecs.set(schema, (c = Schema.toCodecJson(schema)))
-  return c
-}
 
 /** Starts a WorkerPool in the current scope. */
 export const make = Effect.fnUntraced(function*(options: {
@@ -95,9 +90,11 @@ export const make = Effect.fnUntraced(function*(options: {
       if (execution.payload instanceof UnparsedPayload) {
         return yield* new UndecodablePayload({ message: `stored payload of ${execution.id} is not JSON (${execution.payload.reason})` })
       }
-      const payload = yield* Schema.decodeUnknownEffect(jsonCodec(job.payload))(execution.payload).pipe(
-        Effect.mapError((e) => new UndecodablePayload({ message: `stored payload does not match ${job.id}'s schema: ${e.message.replace(/\s*\n\s*/g, " ")}` }))
-      )
+      const decoded = jsonCodecOf(job.payload).decode(execution.payload)
+      if (decoded._tag === "Failure") {
+        return yield* new UndecodablePayload({ message: `stored payload does not match ${job.id}'s schema: ${failureMessage(decoded)}` })
+      }
+      const payload = decoded.value
       const ctx = makeContext(store, execution)
       const result = yield* Effect.suspend(() => {
         const r = job.handler(payload, ctx)
@@ -111,10 +108,11 @@ export const make = Effect.fnUntraced(function*(options: {
         })
       )
       if (job.result === undefined) return JSON.stringify(result === undefined ? null : result)
-      const encoded = yield* Schema.encodeUnknownEffect(jsonCodec(job.result))(result).pipe(
-        Effect.mapError((e) => ({ _tag: "InvalidResult", message: `result does not match ${job.id}'s result schema: ${e.message}` }))
-      )
-      return JSON.stringify(encoded)
+      const encoded = jsonCodecOf(job.result).encode(result)
+      if (encoded._tag === "Failure") {
+        return yield* Effect.fail({ _tag: "InvalidResult", message: `result does not match ${job.id}'s result schema: ${failureMessage(encoded)}` })
+      }
+      return JSON.stringify(encoded.value)
     })
 
   const outcomeOf = (job: Job | undefined, execution: Execution, exit: import("effect").Exit.Exit<string, unknown>, slot: Slot, now: number, random: number): Outcome | null => {
@@ -141,7 +139,7 @@ export const make = Effect.fnUntraced(function*(options: {
         slot.recording = true
         yield* release
         const now = yield* Clock.currentTimeMillis
-        const random = yield* Random.next
+        const random = exit._tag === "Failure" ? yield* Random.next : 0
         const outcome = outcomeOf(job, execution, exit, slot, now, random)
         yield* Metric.update(counterFor(execution.job, execution.queue, outcome?.kind ?? "lost"), 1)
         yield* Metric.update(Metrics.durations, now - started)

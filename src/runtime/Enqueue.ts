@@ -5,7 +5,8 @@
  * written here; every enqueue path — the Client, transactional enqueue, the Scheduler
  * — prepares its rows through this one function.
  */
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
+import { failureMessage, jsonCodecOf } from "../jobs/JsonCodec.ts"
 import type { Job } from "../jobs/Job.ts"
 import { InvalidPayload, NotJsonSafe, PayloadTooLarge } from "../jobs/errors.ts"
 import type { InsertRequest } from "../store/Store.ts"
@@ -25,31 +26,25 @@ export interface EnqueueOptions {
 /** Default largest payload: 1 MiB. */
 export const defaultMaxPayloadBytes = 1024 * 1024
 
-const codecs = new WeakMap<object, Schema.Codec<any, any>>()
-const jsonCodec = (schema: Schema.Codec<any, any>) => {
-  let c = codecs.get(schema)
-  if (!c) codecs.set(schema, (c = Schema.toCodecJson(schema)))
-  return c
-}
-
-const oneLine = (s: string) => s.replace(/\s*\n\s*/g, " ")
 
 /** Encodes a payload with the Job's Schema to JSON text, checking size. */
-export const encodePayload = (job: Job, payload: unknown, maxBytes: number) =>
-  Effect.gen(function*() {
-    const encoded = yield* Schema.encodeUnknownEffect(jsonCodec(job.payload))(payload).pipe(
-      Effect.mapError((e) => new InvalidPayload({ job: job.id, message: `invalid payload for ${job.id}: ${oneLine(e.message)}` }))
-    )
-    const text = yield* Effect.try({
-      try: () => JSON.stringify(encoded),
-      catch: (e) => new NotJsonSafe({ job: job.id, message: `payload for ${job.id} is not JSON-safe: ${(e as Error).message}` })
-    })
-    if (text === undefined) return yield* new NotJsonSafe({ job: job.id, message: `payload for ${job.id} is not JSON-safe` })
-    const bytes = Buffer.byteLength(text, "utf8")
-    if (bytes > maxBytes) {
-      return yield* new PayloadTooLarge({ job: job.id, bytes, limit: maxBytes, message: `payload for ${job.id} is ${bytes} bytes, over the ${maxBytes}-byte limit` })
+export const encodePayload = (job: Job, payload: unknown, maxBytes: number): Effect.Effect<string, InvalidPayload | NotJsonSafe | PayloadTooLarge> =>
+  Effect.suspend((): Effect.Effect<string, InvalidPayload | NotJsonSafe | PayloadTooLarge> => {
+    const encoded = jsonCodecOf(job.payload).encode(payload)
+    if (encoded._tag === "Failure") return Effect.fail(new InvalidPayload({ job: job.id, message: `invalid payload for ${job.id}: ${failureMessage(encoded)}` }))
+    let text: string | undefined
+    try {
+      text = JSON.stringify(encoded.value)
+    } catch (e) {
+      return Effect.fail(new NotJsonSafe({ job: job.id, message: `payload for ${job.id} is not JSON-safe: ${(e as Error).message}` }))
     }
-    return text
+    if (text === undefined) return Effect.fail(new NotJsonSafe({ job: job.id, message: `payload for ${job.id} is not JSON-safe` }))
+    // Byte length only matters near the limit: UTF-8 is at most 3 bytes per UTF-16 unit.
+    const bytes = text.length * 3 <= maxBytes ? text.length : Buffer.byteLength(text, "utf8")
+    if (bytes > maxBytes) {
+      return Effect.fail(new PayloadTooLarge({ job: job.id, bytes, limit: maxBytes, message: `payload for ${job.id} is ${bytes} bytes, over the ${maxBytes}-byte limit` }))
+    }
+    return Effect.succeed(text)
   })
 
 /** Normalises an idempotency key: trimmed, empty means none. */
