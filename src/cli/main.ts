@@ -4,9 +4,12 @@
  * stderr; exit codes are 0 ok, 1 failure, 2 usage. SIGTERM/SIGINT interrupt the
  * running command, whose scopes close gracefully (a worker drains), then exit 0.
  */
-import { NodeRuntime, NodeServices } from "@effect/platform-node"
+// Sub-path imports: the package index also loads clients (redis) a CLI start does not need.
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Cause, Effect, Exit, Logger } from "effect"
 import { CliError, Command } from "effect/cli"
+import { dashboard } from "./commands/dashboard.ts"
 import { enqueue } from "./commands/enqueue.ts"
 import { executions } from "./commands/executions.ts"
 import { check, migrate } from "./commands/migrate.ts"
@@ -17,7 +20,7 @@ import { describeCause, exitCodeOf } from "./Output.ts"
 
 const roster = Command.make("roster").pipe(
   Command.withDescription("Durable Jobs and Schedules for TypeScript on Bun"),
-  Command.withSubcommands([worker, scheduler, dev, enqueue, executions, schedules, migrate, check])
+  Command.withSubcommands([worker, scheduler, dev, dashboard, enqueue, executions, schedules, migrate, check])
 )
 
 const program = Command.runWith(roster, { version: "0.1.0" })(process.argv.slice(2)).pipe(

@@ -14,7 +14,7 @@ export const postButton = (action: string, label: string, options: { readonly ki
   html`<form class="inline" method="post" action="${action}"><button type="submit" class="${options.kind ?? ""}" name="${options.name ?? ""}">${label}</button></form>`
 
 /** A link to an execution's page. */
-export const executionLink = (id: string, text: Fragment = id): Html => html`<a class="mono" href="/executions/${q(id)}">${text}</a>`
+export const executionLink = (id: string, text: Fragment = id): Html => html`<a class="mono nowrap" href="/executions/${q(id)}">${text}</a>`
 
 /** A link to the executions list with filters. */
 export const listLink = (filter: Readonly<Record<string, string | undefined>>, text: Fragment): Html => {

@@ -12,7 +12,7 @@ export const time = (ms: number | null): string => (ms === null ? "—" : new Da
 export const duration = (ms: number): string => {
   const abs = Math.abs(ms)
   if (abs < 1000) return `${Math.round(abs)} ms`
-  if (abs < 60_000) return `${(abs / 1000).toFixed(abs < 10_000 ? 2 : 1)} s`
+  if (abs < 60_000) return `${Number((abs / 1000).toFixed(abs < 10_000 ? 2 : 1))} s`
   const s = Math.floor(abs / 1000)
   const pad = (n: number) => String(n).padStart(2, "0")
   if (s < 3600) return `${Math.floor(s / 60)}m ${pad(s % 60)}s`

@@ -42,11 +42,13 @@ h2 { font-size:16px; margin:0 0 10px; font-weight:600; }
 .card { background:var(--card); border:1px solid var(--line); border-radius:8px; padding:16px; margin-bottom:16px; overflow-x:auto; }
 .grid { display:grid; grid-template-columns:repeat(auto-fit,minmax(300px,1fr)); gap:16px; }
 .grid .card { margin-bottom:0; }
+.stats { display:grid; grid-template-columns:repeat(auto-fit,minmax(200px,1fr)); gap:16px; margin-bottom:16px; }
+.stats .card { margin-bottom:0; }
 table { border-collapse:collapse; width:100%; }
 th, td { text-align:left; padding:7px 10px; border-bottom:1px solid var(--line); vertical-align:top; }
-th { font-size:12px; text-transform:uppercase; letter-spacing:.4px; color:var(--muted); font-weight:600; background:#fafbfc; }
-tr:last-child td { border-bottom:none; }
-td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; }
+th { white-space:nowrap; font-size:12px; text-transform:uppercase; letter-spacing:.4px; color:var(--muted); font-weight:600; background:#fafbfc; }
+tr:last-child td, tr:last-child th { border-bottom:none; }
+td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap; }
 .kv th { width:170px; text-transform:none; letter-spacing:0; font-size:13px; background:transparent; }
 .mono, code, pre { font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; font-size:12.5px; }
 pre { background:#f6f8fa; border:1px solid var(--line); border-radius:6px; padding:10px 12px; margin:0; white-space:pre-wrap; word-break:break-word; max-height:480px; overflow:auto; }
@@ -62,15 +64,17 @@ button, .button { font:inherit; font-size:13px; padding:5px 12px; border-radius:
 button:hover { background:#eef1f4; } button.primary { background:#1f883d; border-color:#1a7f37; color:#fff; }
 button.danger { color:var(--bad); } button.danger:hover { background:var(--badbg); }
 form.inline { display:inline; margin:0; } .actions { display:flex; gap:8px; flex-wrap:wrap; align-items:center; }
+td .actions { flex-wrap:nowrap; }
 .filters { display:flex; gap:10px; flex-wrap:wrap; align-items:end; }
 .filters label { display:flex; flex-direction:column; font-size:12px; color:var(--muted); gap:3px; }
 input, select { font:inherit; font-size:13px; padding:5px 8px; border:1px solid var(--line); border-radius:6px; background:#fff; min-width:160px; }
 .pager { display:flex; gap:16px; margin-top:12px; }
 .stat { font-size:26px; font-weight:600; font-variant-numeric:tabular-nums; }
 .bars { display:flex; align-items:flex-end; gap:4px; height:90px; padding-top:6px; }
-.bars .col { flex:1; display:flex; flex-direction:column-reverse; min-width:10px; height:100%; }
+.bars .col { flex:1; display:flex; flex-direction:column-reverse; min-width:10px; height:100%; background:#f3f5f7; border-radius:3px 3px 0 0; overflow:hidden; }
 .bars .ok { background:#4ac26b; } .bars .bad { background:#ff8182; }
-.axis { display:flex; justify-content:space-between; font-size:11px; color:var(--muted); margin-top:4px; }
+.axis { display:flex; gap:4px; font-size:11px; color:var(--muted); margin-top:4px; }
+.axis span { flex:1; min-width:10px; text-align:left; white-space:nowrap; }
 .legend span { display:inline-block; width:10px; height:10px; border-radius:2px; margin:0 4px 0 10px; vertical-align:middle; }
 details summary { cursor:pointer; color:var(--accent); }
 .log-error td { background:#fff5f5; } .log-warn td { background:#fffbea; }

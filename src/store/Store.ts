@@ -103,6 +103,15 @@ export interface ThroughputBucket {
   readonly failed: number
 }
 
+/**
+ * A hint that another process changed the store: new or returning work on `queue`
+ * due at `dueAt`, or (`queue` null) something unspecified, to be looked for at `dueAt`.
+ */
+export interface StoreChange {
+  readonly queue: string | null
+  readonly dueAt: number
+}
+
 /** What `executionsCancel` did. */
 export type CancelResult = "cancelled" | "requested" | "already-finished"
 
@@ -152,6 +161,12 @@ export class Store extends Context.Service<Store, {
    * cross-process wake-up signal (SQLite's data_version). Null when unsupported.
    */
   readonly changeToken: Effect.Effect<number | null, StoreError>
+  /**
+   * Watches for other processes' commits until interrupted, calling `onChange` for each
+   * (SQLite: polls data_version every `pollMs`; PostgreSQL: LISTEN/NOTIFY on its own
+   * connection, reconnecting by itself). Wake-ups are hints: polling stays the fallback.
+   */
+  readonly watchChanges: (options: { readonly pollMs: number; readonly onChange: (change: StoreChange) => void }) => Effect.Effect<void, StoreError>
   /** Closes connections. */
   readonly close: Effect.Effect<void>
   /**

@@ -7,6 +7,7 @@ import { Clock, Effect, Option } from "effect"
 import { Command, Flag } from "effect/cli"
 import { Store } from "../../store/Store.ts"
 import { Core } from "../../runtime/Core.ts"
+import * as MetricsExporter from "../../runtime/MetricsExporter.ts"
 import * as Worker from "../../runtime/Worker.ts"
 import { runtimeLayer } from "../Environment.ts"
 
@@ -39,11 +40,13 @@ export const worker = Command.make(
   {
     queue: Flag.String("queue").pipe(Flag.withDescription("a queue to serve (repeatable; default: all declared queues)"), Flag.atLeast(0)),
     concurrency: Flag.Int("concurrency").pipe(Flag.withDescription("executions run at once per queue (overrides config)"), Flag.optional),
-    exitWhenIdle: Flag.Boolean("exit-when-idle").pipe(Flag.withDescription("exit 0 once no due work is left"), Flag.withDefault(false))
+    exitWhenIdle: Flag.Boolean("exit-when-idle").pipe(Flag.withDescription("exit 0 once no due work is left"), Flag.withDefault(false)),
+    metricsPort: Flag.Int("metrics-port").pipe(Flag.withDescription("serve Prometheus metrics at http://127.0.0.1:PORT/metrics (0 picks a free port)"), Flag.optional)
   },
   (flags) =>
     Effect.scoped(
       Effect.gen(function*() {
+        if (Option.isSome(flags.metricsPort)) yield* MetricsExporter.serve({ port: flags.metricsPort.value })
         const handle = yield* Worker.start({ queues: flags.queue, concurrency: Option.getOrUndefined(flags.concurrency) })
         if (flags.exitWhenIdle) {
           yield* untilIdle(handle)

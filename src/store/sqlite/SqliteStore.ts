@@ -401,6 +401,19 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
         drops: dropSelect.all(id).map((r) => ({ executionId: r.execution_id, attempt: r.attempt, dropped: r.dropped }))
       })),
     changeToken: attempt("read data_version", () => dataVersion.get()?.data_version ?? null),
+    // data_version is an in-memory read that moves whenever another connection commits.
+    watchChanges: ({ pollMs, onChange }) =>
+      Effect.gen(function*() {
+        let last = yield* attempt("read data_version", () => dataVersion.get()?.data_version)
+        while (true) {
+          yield* Effect.sleep(pollMs)
+          const token = yield* attempt("read data_version", () => dataVersion.get()?.data_version)
+          if (token !== last) {
+            last = token
+            onChange({ queue: null, dueAt: yield* Clock.currentTimeMillis })
+          }
+        }
+      }),
     close: Effect.sync(() => db.close(false)),
     ...makeSqliteStats(db, attempt)
   })

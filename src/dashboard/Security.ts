@@ -1,0 +1,117 @@
+/**
+ * Who may use the dashboard, and from where.
+ *
+ * - Binding: loopback (127.0.0.0/8, ::1, localhost) by default; any other address needs
+ *   `ROSTER_DASHBOARD_TOKEN`, and the dashboard refuses to start without it.
+ * - Authentication, when a token is set (on any bind): every request carries
+ *   `Authorization: Bearer <token>` or the session cookie a browser gets by posting the
+ *   token to /login once. The cookie holds an HMAC of the token, not the token, and is
+ *   HttpOnly and SameSite=Strict. Anything else is answered 401.
+ * - Without a token (loopback only), the Host header must name a loopback address, so
+ *   a page on another site cannot reach the dashboard through DNS rebinding.
+ * - Mutations are POST only, and a POST must come from the dashboard's own pages: its
+ *   Origin (or, when absent, Referer) must name the host it was sent to; otherwise 403.
+ * Comparisons of secrets are constant-time.
+ */
+import { createHash, createHmac, timingSafeEqual } from "node:crypto"
+
+/** The environment variable holding the dashboard token. */
+export const tokenVariable = "ROSTER_DASHBOARD_TOKEN"
+
+/** The session cookie's name. */
+export const cookieName = "roster_session"
+
+/** How long a browser session lasts (7 days). */
+export const sessionSeconds = 7 * 24 * 3600
+
+/** Whether a bind host or Host-header name is a loopback address. */
+export const isLoopback = (host: string): boolean => {
+  const h = host.toLowerCase().replace(/^\[(.*)\]$/, "$1")
+  return h === "localhost" || h === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h)
+}
+
+/** Why the dashboard must not start on `host` with this token, if it must not. */
+export const bindRefusal = (host: string, token: string | undefined): string | undefined =>
+  isLoopback(host) || token !== undefined
+    ? undefined
+    : `refusing to serve the dashboard on ${host} without ${tokenVariable}: set a token, or bind 127.0.0.1 (the default)`
+
+/** The token from the environment (empty means none). */
+export const tokenFromEnv = (): string | undefined => {
+  const t = process.env[tokenVariable]?.trim()
+  return t ? t : undefined
+}
+
+const digest = (s: string): Buffer => createHash("sha256").update(s).digest()
+
+/** Constant-time string equality (hashes first, so lengths leak nothing). */
+export const secretEquals = (a: string, b: string): boolean => timingSafeEqual(digest(a), digest(b))
+
+/** The session cookie value for a token: an HMAC, so the cookie never holds the token itself. */
+export const sessionValue = (token: string): string => createHmac("sha256", token).update("roster-dashboard-session:v1").digest("base64url")
+
+/** Parses a Cookie header. */
+export const cookies = (header: string | null): Map<string, string> => {
+  const out = new Map<string, string>()
+  for (const part of (header ?? "").split(";")) {
+    const i = part.indexOf("=")
+    if (i > 0) out.set(part.slice(0, i).trim(), part.slice(i + 1).trim())
+  }
+  return out
+}
+
+/** Whether a request is authenticated: no token configured, the bearer token, or the session cookie. */
+export const authenticated = (req: Request, token: string | undefined): boolean => {
+  if (token === undefined) return true
+  const auth = req.headers.get("authorization")
+  const bearer = auth === null ? undefined : /^Bearer\s+(.+)$/i.exec(auth.trim())?.[1]
+  if (bearer !== undefined && secretEquals(bearer, token)) return true
+  const session = cookies(req.headers.get("cookie")).get(cookieName)
+  return session !== undefined && secretEquals(session, sessionValue(token))
+}
+
+/** Whether the Host header is acceptable: any with a token; a loopback name without one. */
+export const hostAllowed = (req: Request, token: string | undefined): boolean => {
+  if (token !== undefined) return true
+  const host = req.headers.get("host")
+  if (host === null) return false
+  const name = host.startsWith("[") ? host.slice(0, host.indexOf("]") + 1) : host.replace(/:\d+$/, "")
+  return isLoopback(name)
+}
+
+const hostOf = (url: string | null): string | undefined => {
+  if (url === null || url === "null") return undefined
+  try {
+    return new URL(url).host.toLowerCase()
+  } catch {
+    return undefined
+  }
+}
+
+/** Whether a POST comes from this dashboard: Origin, else Referer, must name the request's Host. */
+export const sameOrigin = (req: Request): boolean => {
+  const host = req.headers.get("host")?.toLowerCase()
+  if (!host) return false
+  const origin = req.headers.get("origin")
+  const from = origin !== null ? hostOf(origin) : hostOf(req.headers.get("referer"))
+  return from !== undefined && from === host
+}
+
+/** The Set-Cookie header that signs a browser in. */
+export const signInCookie = (token: string): string =>
+  `${cookieName}=${sessionValue(token)}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${sessionSeconds}`
+
+/** The Set-Cookie header that signs a browser out. */
+export const signOutCookie = `${cookieName}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0`
+
+/** Headers on every response: no scripts, no framing, no sniffing, no caching, no cross-site referrers. */
+export const securityHeaders: Readonly<Record<string, string>> = {
+  "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  "x-frame-options": "DENY",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "same-origin",
+  "cache-control": "no-store"
+}
+
+/** A local path to return to after signing in (never another origin). */
+export const safeNext = (next: string | null): string => (next && next.startsWith("/") && !next.startsWith("//") && !next.startsWith("/\\") ? next : "/")

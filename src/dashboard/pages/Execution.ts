@@ -1,0 +1,93 @@
+/**
+ * One execution: its summary and timing, the retry and cancel actions its state
+ * allows, payload and result, the last error with its pretty cause, every attempt
+ * (worker, timing, outcome, error), the durable steps, and the captured logs with any
+ * drop counts. Everything user-supplied is escaped by the `html` template.
+ */
+import { Effect } from "effect"
+import { ExecutionNotFound } from "../../jobs/errors.ts"
+import { Client } from "../../runtime/Client.ts"
+import type { Attempt, Execution } from "../../store/Execution.ts"
+import { Store } from "../../store/Store.ts"
+import { badge, executionLink, listLink, postButton } from "../Components.ts"
+import { count, duration, json, relative, when } from "../Format.ts"
+import type { Handler } from "../Http.ts"
+import { renderPage } from "../Http.ts"
+import { html, q, type Fragment } from "../Html.ts"
+
+const row = (label: string, value: Fragment) => html`<tr><th>${label}</th><td>${value}</td></tr>`
+
+/** The SQLite store may keep a success only on the execution (no attempt row): show it as an attempt anyway. */
+const withFinalAttempt = (e: Execution, attempts: ReadonlyArray<Attempt>): ReadonlyArray<Attempt> =>
+  e.state === "succeeded" && !attempts.some((a) => a.attempt === e.attempt) && e.startedAt !== null && e.finishedAt !== null
+    ? [...attempts, { executionId: e.id, attempt: e.attempt, worker: e.leaseOwner ?? "", startedAt: e.startedAt, finishedAt: e.finishedAt, outcome: "succeeded", error: null }]
+    : attempts
+
+/** A burst of logs shows its first and last this many lines (a handler may log 100,000). */
+const logEdge = 500
+
+const levelClass = (level: string) => (/error|fatal/i.test(level) ? "log-error" : /warn/i.test(level) ? "log-warn" : "")
+
+/** GET /executions/:id */
+export const executionDetail: Handler = (ctx, [id = ""]) =>
+  Effect.gen(function*() {
+    const client = yield* Client
+    const store = yield* Store
+    const e = yield* client.get(id)
+    if (!e) return yield* new ExecutionNotFound({ id, message: `No execution ${id}.` })
+    const logs = yield* store.logsList(id)
+    const shownLines = logs.lines.length <= 2 * logEdge ? logs.lines : [...logs.lines.slice(0, logEdge), "gap" as const, ...logs.lines.slice(-logEdge)]
+    const { now } = ctx
+    const attempts = withFinalAttempt(e, e.attempts)
+    const stuck = e.state === "running" && e.leaseExpiresAt !== null && e.leaseExpiresAt < now
+    const base = `/executions/${q(e.id)}`
+    const actions = [
+      e.state === "failed" || e.state === "cancelled" ? postButton(`${base}/retry`, "Retry", { kind: "primary" }) : "",
+      e.state === "queued" || (e.state === "running" && !e.cancelRequested) ? postButton(`${base}/cancel`, "Cancel", { kind: "danger" }) : ""
+    ]
+
+    const body = html`
+<div class="actions" style="justify-content:space-between"><h1>${e.job} <span class="muted mono small">${e.id}</span></h1><div class="actions">${actions}</div></div>
+<div class="grid" style="margin-bottom:16px">
+<div class="card"><h2>Execution</h2><table class="kv">
+${row("State", html`${badge(e.state)}${stuck ? html` <span class="badge b-failed">stuck: lease expired</span>` : ""}${e.cancelRequested && e.state === "running" ? html` <span class="muted small">cancel requested</span>` : ""}${e.state === "queued" && e.attempt > 0 ? html` <span class="muted small">retrying</span>` : ""}`)}
+${row("Job", listLink({ job: e.job }, e.job))}
+${row("Queue", listLink({ queue: e.queue }, e.queue))}
+${row("Attempt", `${e.attempt} of ${e.maxAttempts}`)}
+${row("Priority", e.priority)}
+${row("Retry policy", `${e.retry.kind}, ${e.retry.attempts} attempts, from ${duration(e.retry.initialMs)} up to ${duration(e.retry.maxMs)}${e.retry.jitter === "full" ? ", full jitter" : ""}`)}
+${row("Timeout", duration(e.timeoutMs))}
+${e.idempotencyKey !== null ? row("Idempotency key", html`<span class="mono">${e.idempotencyKey}</span>`) : ""}
+${e.scheduleId !== null ? row("Schedule", html`<a href="/schedules/${e.scheduleId.split("/").map(q).join("/")}">${e.scheduleId}</a>${e.fireAt !== null ? html` <span class="muted small">fire due ${when(e.fireAt, now)}</span>` : html` <span class="muted small">run now</span>`}`) : ""}
+${e.retryOf !== null ? row("Retry of", executionLink(e.retryOf)) : ""}
+</table></div>
+<div class="card"><h2>Timing</h2><table class="kv">
+${row("Created", when(e.createdAt, now))}
+${row("Run at", when(e.runAt, now))}
+${row("Started", when(e.startedAt, now))}
+${row("Finished", when(e.finishedAt, now))}
+${e.startedAt !== null && e.finishedAt !== null ? row("Last attempt took", duration(e.finishedAt - e.startedAt)) : ""}
+${e.finishedAt !== null ? row("Created → finished", duration(e.finishedAt - e.createdAt)) : ""}
+${e.state === "running" ? row("Lease", html`<span class="mono small">${e.leaseOwner ?? ""}</span> · expires ${relative(e.leaseExpiresAt, now)}`) : ""}
+</table></div>
+</div>
+${e.error ? html`<div class="card"><h2>Error</h2><p><strong>${e.error.tag}</strong>: ${e.error.message} <span class="muted small">(${e.error.retryable ? "retryable" : "permanent"})</span></p>
+${e.error.pretty ? html`<details><summary>Cause</summary><pre>${e.error.pretty}</pre></details>` : ""}</div>` : ""}
+<div class="grid" style="margin-bottom:16px">
+<div class="card"><h2>Payload</h2><pre>${json(e.payload)}</pre></div>
+<div class="card"><h2>Result</h2>${e.result === null ? html`<p class="muted">None${e.finishedAt === null ? " yet" : ""}.</p>` : html`<pre>${json(e.result)}</pre>`}</div>
+</div>
+<div class="card"><h2>Attempts</h2>${attempts.length === 0 ? html`<p class="muted">No attempt has run yet.</p>` : html`<table>
+<thead><tr><th class="num">#</th><th>Outcome</th><th>Worker</th><th>Started</th><th class="num">Took</th><th>Error</th></tr></thead>
+<tbody>${attempts.map((a) => html`<tr><td class="num">${a.attempt}</td><td>${badge(a.outcome)}</td><td class="mono small">${a.worker}</td>
+<td>${when(a.startedAt, now)}</td><td class="num">${duration(a.finishedAt - a.startedAt)}</td>
+<td>${a.error ? html`${a.error.tag}: ${a.error.message}${a.error.pretty ? html`<details><summary>cause</summary><pre>${a.error.pretty}</pre></details>` : ""}` : ""}</td></tr>`)}</tbody></table>`}</div>
+${e.steps.length > 0 ? html`<div class="card"><h2>Steps</h2><table><thead><tr><th>Step</th><th class="num">Attempt</th><th>Saved</th><th>Output</th></tr></thead>
+<tbody>${e.steps.map((s) => html`<tr><td class="mono">${s.name}</td><td class="num">${s.attempt}</td><td>${when(s.createdAt, now)}</td><td><pre>${s.output}</pre></td></tr>`)}</tbody></table></div>` : ""}
+<div class="card"><h2>Logs</h2>${logs.lines.length === 0 && logs.drops.length === 0 ? html`<p class="muted">No captured logs.</p>` : html`<table>
+<thead><tr><th>Time</th><th class="num">#</th><th>Level</th><th>Message</th></tr></thead>
+<tbody>${shownLines.map((l) => l === "gap" ? html`<tr><td colspan="4" class="muted small">… ${count(logs.lines.length - shownLines.length + 1)} more lines; <code>roster executions logs ${e.id}</code> prints them all …</td></tr>` : html`<tr class="${levelClass(l.level)}"><td class="mono small nowrap">${new Date(l.at).toISOString().slice(11, 23)}</td><td class="num">${l.attempt}</td>
+<td class="small">${l.level}</td><td><pre style="border:none;background:transparent;padding:0">${l.message}</pre>${l.annotations ? html`<div class="mono small muted">${l.annotations}</div>` : ""}</td></tr>`)}</tbody></table>
+${logs.drops.map((d) => html`<p class="small" style="color:var(--warn)">Attempt ${d.attempt}: ${d.dropped} line(s) dropped under back-pressure.</p>`)}`}</div>`
+    return renderPage(ctx, { title: `${e.job} ${e.id.slice(0, 8)}`, section: "executions", body })
+  })
