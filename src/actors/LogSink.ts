@@ -39,6 +39,7 @@ export const make = Effect.fnUntraced(function*(options: { readonly capacity?: n
   const capacity = options.capacity ?? 10_000
   const mailbox = yield* Queue.bounded<LogLine>(capacity)
   const drops = new Map<string, LogDrops>()
+  const gathered: Array<LogLine> = []
 
   const write = (lines: ReadonlyArray<LogLine>) => Effect.gen(function*() {
     const pending = [...drops.values()]
@@ -64,14 +65,15 @@ export const make = Effect.fnUntraced(function*(options: { readonly capacity?: n
 
   const loop = Effect.gen(function*() {
     while (true) {
-      const first = yield* Queue.takeAll(mailbox)
+      // Taken lines wait in `gathered` (not in this fiber) so a flush at shutdown finds them.
+      gathered.push(...(yield* Queue.takeAll(mailbox)))
       // Gather for a moment so a busy worker writes its logs in few transactions.
       if ((options.flushMs ?? 0) > 0) yield* Effect.sleep(options.flushMs!)
-      yield* write([...first, ...(yield* Queue.clear(mailbox))])
+      yield* flush
     }
   })
+  const flush = Effect.ignore(Effect.flatMap(Queue.clear(mailbox), (more) => write([...gathered.splice(0), ...more])))
   yield* Effect.forkScoped(Effect.annotateLogs(loop, "actor", "LogSink"))
-  const flush = Effect.ignore(Effect.flatMap(Queue.clear(mailbox), write))
   yield* Effect.addFinalizer(() => flush)
 
   const sink: LogSink = {
