@@ -23,10 +23,19 @@ const roster = Command.make("roster").pipe(
   Command.withSubcommands([worker, scheduler, dev, dashboard, enqueue, executions, schedules, migrate, check])
 )
 
+/**
+ * Logs are one logfmt line each on stderr, so stdout carries only command output
+ * (--json). They are written in batches every 20 ms: a busy worker logs a line per job,
+ * and one write per batch keeps that off the hot path (the batch is flushed on exit).
+ */
+const stderrLogger = Logger.batched(Logger.formatLogFmt, {
+  window: "20 millis",
+  flush: (lines) => Effect.sync(() => void process.stderr.write(lines.join("\n") + "\n"))
+})
+
 const program = Command.runWith(roster, { version: "0.1.0" })(process.argv.slice(2)).pipe(
   Effect.provide(NodeServices.layer),
-  // Logs are one logfmt line each on stderr, so stdout carries only command output (--json).
-  Effect.provide(Logger.layer([Logger.withConsoleError(Logger.formatLogFmt)])),
+  Effect.provide(Logger.layer([stderrLogger])),
   Effect.as(0),
   Effect.catchCause((cause) => {
     if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
