@@ -4,7 +4,7 @@
  * markdown report: machine facts, the disk's commit cost, each benchmark's table with
  * the load average around it, and the targets met or missed.
  *
- * Env: BENCH_ONLY (comma-separated subset of drain,enqueue,latency,backlog,profile,costs),
+ * Env: BENCH_ONLY (comma-separated subset of drain,enqueue,latency,backlog,schedules,profile,costs),
  * BENCH_OUT (also write the report to this file); each benchmark's own size variables
  * (see its file) pass through, so `BENCH_N=2000 … npm run bench` is a quick run.
  */
@@ -13,7 +13,7 @@ import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { checksMarkdown, loadNow, machineInfo, machineMarkdown, ms, percentiles, progress, root, type Section, sectionMarkdown, tempDb } from "./support.ts"
 
-const all = ["drain", "enqueue", "latency", "backlog", "profile", "costs"] as const
+const all = ["drain", "enqueue", "latency", "backlog", "schedules", "profile", "costs"] as const
 const only = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(",").map((s) => s.trim()) : [...all]
 
 /** The disk's cost of a durable commit: 300 one-row and 100 fifty-row transactions at synchronous=FULL. */
