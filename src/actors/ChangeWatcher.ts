@@ -1,26 +1,19 @@
 /**
- * Cross-process wake-ups on SQLite: polls the store's change token (SQLite's
- * `data_version`, an in-memory read that changes whenever another connection
- * commits) every few milliseconds and wakes every Dispatcher when it moves. A busy
- * worker is woken often and finds nothing new, which costs one cheap claim; an idle
- * worker picks up another process's enqueue within one watch interval instead of one
- * poll interval.
+ * Cross-process wake-ups: runs the store's change watch (SQLite polls `data_version`
+ * every few milliseconds; PostgreSQL LISTENs for NOTIFY) and wakes the Dispatchers.
+ * A change that names its queue goes through the WakeBus to that queue's Dispatchers,
+ * with its due time; an unspecified change wakes every Dispatcher. A busy worker is
+ * woken often and finds nothing new, which costs one cheap claim; an idle worker picks
+ * up another process's enqueue at once instead of after one poll interval.
  */
-import { Clock, Effect } from "effect"
 import { Store } from "../store/Store.ts"
+import type { WakeBus } from "./WakeBus.ts"
 
-/** The watcher's loop; `wake` is called with the current time when the token moves. */
-export const loop = (options: { readonly intervalMs: number; readonly wake: (now: number) => void }) =>
-  Effect.gen(function*() {
-    const store = yield* Store
-    let last = yield* store.changeToken
-    if (last === null) return
-    while (true) {
-      yield* Effect.sleep(options.intervalMs)
-      const token = yield* store.changeToken
-      if (token !== last) {
-        last = token
-        options.wake(yield* Clock.currentTimeMillis)
-      }
-    }
-  })
+/** The watcher's loop; `wake` is called with a due time when any queue may have work. */
+export const loop = (options: { readonly intervalMs: number; readonly wake: (now: number) => void; readonly bus?: WakeBus | undefined }) =>
+  Store.use((store) =>
+    store.watchChanges({
+      pollMs: options.intervalMs,
+      onChange: (change) =>
+        change.queue === null || options.bus === undefined ? options.wake(change.dueAt) : options.bus.notify(change.queue, change.dueAt)
+    }))

@@ -8,6 +8,7 @@
 import { Effect, Exit, Layer, ManagedRuntime, Scope } from "effect"
 import type { InvalidDefinition } from "../jobs/errors.ts"
 import type { Registry } from "../jobs/Registry.ts"
+import { layerPostgres } from "../store/postgres/PgStore.ts"
 import { layerSqliteStores } from "../store/sqlite/SqliteLayer.ts"
 import { ScheduleStore } from "../store/ScheduleStore.ts"
 import { Store, StoreError } from "../store/Store.ts"
@@ -25,9 +26,7 @@ export const databaseOf = (config: RosterConfig): string => config.db ?? "roster
 /** The Store Layer for a config: SQLite for a path, PostgreSQL for a postgres:// URL. */
 export const layerStore = (config: RosterConfig): Layer.Layer<Store | ScheduleStore, StoreError> => {
   const db = databaseOf(config)
-  if (/^postgres(ql)?:\/\//.test(db)) {
-    return Layer.effectContext(Effect.fail(new StoreError({ message: "PostgreSQL is not available in this build yet; use a SQLite path for ROSTER_DB" })))
-  }
+  if (/^postgres(ql)?:\/\//.test(db)) return layerPostgres({ url: db })
   return layerSqliteStores({ path: db, synchronous: config.synchronous ?? "FULL" })
 }
 

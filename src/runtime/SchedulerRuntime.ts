@@ -17,6 +17,7 @@ export interface SchedulerRuntimeOptions {
   readonly owner?: string | undefined
   readonly pollMs?: number | undefined
   readonly leaseTtlMs?: number | undefined
+  readonly toleranceMs?: number | undefined
 }
 
 /** Starts the scheduler in the current scope; returns its handle. */
@@ -43,7 +44,9 @@ export const start = Effect.fnUntraced(function*(options: SchedulerRuntimeOption
     schedules: core.registry.schedules.map((c) => c.schedule),
     jobs,
     pollMs: options.pollMs ?? Number(process.env.ROSTER_SCHEDULER_POLL_MS ?? 1_000),
-    leaseTtlMs: options.leaseTtlMs ?? Number(process.env.ROSTER_SCHEDULER_LEASE_MS ?? 15_000)
+    leaseTtlMs: options.leaseTtlMs ?? Number(process.env.ROSTER_SCHEDULER_LEASE_MS ?? 15_000),
+    // How late a fire may be and still count as on time (misfire policies apply beyond it).
+    toleranceMs: options.toleranceMs ?? Number(process.env.ROSTER_SCHEDULER_TOLERANCE_MS ?? 60_000)
   })
   yield* Effect.forkScoped(supervise("Scheduler", Effect.provideService(scheduler.run, ScheduleStore, notifying)))
   yield* Effect.logInfo(`scheduler ${owner} started with ${core.registry.schedules.length} file schedule(s)`)

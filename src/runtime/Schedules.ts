@@ -68,7 +68,9 @@ const toSpec = (input: StudioScheduleInput, now: number) =>
     if (!["once", "skip", "all"].includes(misfire)) return yield* bad(`misfire must be once, skip or all, got ${misfire}`)
     const overlap = input.overlap ?? "allow"
     if (overlap !== "allow" && overlap !== "skip") return yield* bad(`overlap must be allow or skip, got ${overlap}`)
-    const payload = yield* encodePayload(job, input.payload ?? {}, core.config.maxPayloadBytes ?? defaultMaxPayloadBytes)
+    const payload = yield* encodePayload(job, input.payload ?? {}, core.config.maxPayloadBytes ?? defaultMaxPayloadBytes).pipe(
+      Effect.mapError((e) => bad(e.message))
+    )
     return {
       id: input.id,
       job: job.id,

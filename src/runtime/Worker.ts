@@ -76,7 +76,7 @@ export const start = Effect.fnUntraced(function*(options: WorkerOptions = {}) {
   ]
   if (settings.watchMs > 0) {
     const wakeAll = (now: number) => wakes.forEach((w) => w(now))
-    background.push(yield* Effect.forkScoped(supervise("ChangeWatcher", ChangeWatcher.loop({ intervalMs: settings.watchMs, wake: wakeAll }).pipe(Effect.provideService(Store, store)))))
+    background.push(yield* Effect.forkScoped(supervise("ChangeWatcher", ChangeWatcher.loop({ intervalMs: settings.watchMs, wake: wakeAll, bus: core.bus }).pipe(Effect.provideService(Store, store)))))
   }
 
   let stopped = false

@@ -234,10 +234,16 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
     ...pruneTables.map((t) => db.query(`DELETE FROM ${t} WHERE execution_id IN (SELECT value FROM json_each(?))`)),
     db.query("DELETE FROM roster_executions WHERE id IN (SELECT value FROM json_each(?))")
   ]
+  // Schedule history goes with the longer (failed) retention.
+  const pruneFires = db.query(
+    `DELETE FROM roster_schedule_fires WHERE (schedule_id, due_at) IN
+       (SELECT schedule_id, due_at FROM roster_schedule_fires WHERE due_at < ? LIMIT ?)`
+  )
   const prune = db.transaction((succeededBefore: number, failedBefore: number, limit: number): number => {
     const ids = JSON.stringify(pruneSelect.all(succeededBefore, failedBefore, limit).map((r) => r.id))
     let deleted = 0
     for (const d of pruneDeletes) deleted = d.run(ids).changes
+    pruneFires.run(failedBefore, limit)
     return deleted
   })
   const logInsert = db.query("INSERT INTO roster_logs (execution_id, attempt, at, level, message, annotations) VALUES (?, ?, ?, ?, ?, ?)")

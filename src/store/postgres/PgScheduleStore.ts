@@ -1,0 +1,339 @@
+/**
+ * The ScheduleStore on PostgreSQL, in the executions' database, so a fire row and the
+ * execution it enqueues commit together. Every write that reads before it writes
+ * (sync, upsert, delete, pause, record) runs in one transaction that first takes a
+ * transaction-level advisory lock: schedule writers serialise the way SQLite's
+ * `BEGIN IMMEDIATE` makes them, while workers — which never take that lock — carry on.
+ * The (schedule, due) primary key of fires still guards against a second enqueue on
+ * its own.
+ *
+ * Limits, plainly: schedule writes are serialised database-wide (per lock key), which
+ * is fine for a handful of schedulers writing a few rows per fire; the overlap check
+ * reads the executions table under READ COMMITTED, so a worker finishing the previous
+ * execution at that very moment may still see the new fire skipped.
+ */
+import type { PgClient } from "@effect/sql-pg"
+import { Effect } from "effect"
+import type { ExecutionState } from "../Execution.ts"
+import type {
+  FireOutcome,
+  RecordFireRequest,
+  RecordFireResult,
+  ScheduleFire,
+  ScheduleSource,
+  ScheduleSpec,
+  StoredSchedule,
+  SyncResult
+} from "../ScheduleStore.ts"
+import { fireKey, ScheduleNotFound, ScheduleReadOnly, ScheduleSourceConflict, ScheduleStore } from "../ScheduleStore.ts"
+import { StoreError } from "../Store.ts"
+import { insertExecutions } from "./ExecutionInsert.ts"
+import { operation } from "./PostgresConnection.ts"
+
+type Int8 = bigint | number | string
+
+interface ScheduleRow {
+  id: string
+  source: ScheduleSource
+  job: string
+  payload: string
+  cron: string | null
+  every_ms: Int8 | null
+  timezone: string
+  enabled: boolean
+  paused: boolean
+  misfire: StoredSchedule["misfire"]
+  misfire_cap: number
+  overlap: StoredSchedule["overlap"]
+  label: string
+  description: string
+  anchor_at: Int8
+  next_due_at: Int8 | null
+  last_due_at: Int8 | null
+  retired_at: Int8 | null
+  created_at: Int8
+  updated_at: Int8
+}
+
+interface FireRow {
+  schedule_id: string
+  due_at: Int8
+  enqueued_at: Int8
+  outcome: FireOutcome
+  execution_id: string | null
+  error: string | null
+}
+
+const num = (v: Int8): number => Number(v)
+const numOrNull = (v: Int8 | null): number | null => (v === null ? null : Number(v))
+
+const toSchedule = (r: ScheduleRow): StoredSchedule => ({
+  id: r.id,
+  source: r.source,
+  job: r.job,
+  payload: r.payload,
+  cron: r.cron,
+  everyMs: numOrNull(r.every_ms),
+  timezone: r.timezone,
+  enabled: r.enabled,
+  paused: r.paused,
+  misfire: r.misfire,
+  misfireCap: r.misfire_cap,
+  overlap: r.overlap,
+  label: r.label,
+  description: r.description,
+  anchorAt: num(r.anchor_at),
+  nextDueAt: numOrNull(r.next_due_at),
+  lastDueAt: numOrNull(r.last_due_at),
+  retiredAt: numOrNull(r.retired_at),
+  createdAt: num(r.created_at),
+  updatedAt: num(r.updated_at)
+})
+
+const toFire = (r: FireRow): ScheduleFire => ({
+  scheduleId: r.schedule_id,
+  dueAt: num(r.due_at),
+  enqueuedAt: num(r.enqueued_at),
+  outcome: r.outcome,
+  executionId: r.execution_id,
+  error: r.error
+})
+
+const triggerChanged = (row: ScheduleRow, spec: ScheduleSpec): boolean =>
+  row.cron !== spec.cron || numOrNull(row.every_ms) !== spec.everyMs || row.timezone !== spec.timezone || num(row.anchor_at) !== spec.anchorAt
+
+const definitionChanged = (row: ScheduleRow, spec: ScheduleSpec): boolean =>
+  triggerChanged(row, spec) || row.job !== spec.job || row.payload !== spec.payload || row.enabled !== spec.enabled ||
+  row.misfire !== spec.misfire || row.misfire_cap !== spec.misfireCap || row.overlap !== spec.overlap ||
+  row.label !== spec.label || row.description !== spec.description
+
+/** Key of the advisory lock every schedule write takes ('rost', 2). */
+const scheduleLockKey = [0x726f7374, 2] as const
+
+/** Builds the PostgreSQL ScheduleStore over an open, migrated client (the Store's). */
+export const makePgScheduleStore = (sql: PgClient.PgClient, options: { readonly reconnectWindowMs: number }): ScheduleStore["Service"] => {
+  const op = operation(options.reconnectWindowMs)
+
+  /** Runs `body` in a transaction holding the schedule write lock. */
+  const locked = <A, E, R>(body: Effect.Effect<A, E, R>) =>
+    sql.withTransaction(Effect.andThen(sql`SELECT pg_advisory_xact_lock(${scheduleLockKey[0]}, ${scheduleLockKey[1]})`, body))
+
+  const getOne = (id: string) => Effect.map(sql<ScheduleRow>`SELECT * FROM roster_schedules WHERE id = ${id}`, (rows) => rows[0])
+
+  const writeSpec = (spec: ScheduleSpec, nextDueAt: number | null, now: number) =>
+    sql`UPDATE roster_schedules
+           SET job = ${spec.job}, payload = ${spec.payload}, cron = ${spec.cron}, every_ms = ${spec.everyMs}, timezone = ${spec.timezone},
+               enabled = ${spec.enabled}, misfire = ${spec.misfire}, misfire_cap = ${spec.misfireCap}, overlap = ${spec.overlap},
+               label = ${spec.label}, description = ${spec.description}, anchor_at = ${spec.anchorAt}, next_due_at = ${nextDueAt},
+               retired_at = NULL, updated_at = ${now}
+         WHERE id = ${spec.id}`
+  const insertSpec = (spec: ScheduleSpec, source: ScheduleSource, now: number) =>
+    sql`INSERT INTO roster_schedules (id, source, job, payload, cron, every_ms, timezone, enabled, paused, misfire, misfire_cap,
+          overlap, label, description, anchor_at, next_due_at, last_due_at, retired_at, created_at, updated_at)
+        VALUES (${spec.id}, ${source}, ${spec.job}, ${spec.payload}, ${spec.cron}, ${spec.everyMs}, ${spec.timezone}, ${spec.enabled}, false,
+          ${spec.misfire}, ${spec.misfireCap}, ${spec.overlap}, ${spec.label}, ${spec.description}, ${spec.anchorAt}, ${spec.nextDueAt},
+          NULL, NULL, ${now}, ${now})`
+  /** Updates an existing row to `spec`; the next due resets only when the schedule (re)starts or its trigger changed. */
+  const updateFromSpec = (row: ScheduleRow, spec: ScheduleSpec, now: number) =>
+    Effect.gen(function*() {
+      const revived = row.retired_at !== null
+      if (!revived && !definitionChanged(row, spec)) return false
+      const restart = revived || triggerChanged(row, spec) || (!row.enabled && spec.enabled)
+      yield* writeSpec(spec, restart ? spec.nextDueAt : numOrNull(row.next_due_at), now)
+      return true
+    })
+
+  const syncFile = (specs: ReadonlyArray<ScheduleSpec>, now: number) =>
+    locked(Effect.gen(function*() {
+      const rows = new Map((yield* sql<ScheduleRow>`SELECT * FROM roster_schedules ORDER BY id`).map((r) => [r.id, r]))
+      for (const spec of specs) {
+        const row = rows.get(spec.id)
+        if (row && row.source !== "file") {
+          return yield* new ScheduleSourceConflict({
+            id: spec.id,
+            source: "file",
+            existing: row.source,
+            message: `schedule "${spec.id}" is declared in code but a ${row.source} schedule already has this id; rename one of them`
+          })
+        }
+      }
+      const result = { inserted: [] as Array<string>, updated: [] as Array<string>, retired: [] as Array<string>, unchanged: [] as Array<string> }
+      const declared = new Set<string>()
+      for (const spec of specs) {
+        declared.add(spec.id)
+        const row = rows.get(spec.id)
+        if (!row) {
+          yield* insertSpec(spec, "file", now)
+          result.inserted.push(spec.id)
+        } else if (yield* updateFromSpec(row, spec, now)) {
+          result.updated.push(spec.id)
+        } else {
+          result.unchanged.push(spec.id)
+        }
+      }
+      for (const row of rows.values()) {
+        if (row.source === "file" && row.retired_at === null && !declared.has(row.id)) {
+          yield* sql`UPDATE roster_schedules SET retired_at = ${now}, updated_at = ${now} WHERE id = ${row.id}`
+          result.retired.push(row.id)
+        }
+      }
+      return result satisfies SyncResult
+    }))
+
+  const upsert = (spec: ScheduleSpec, source: "studio" | "system", now: number) =>
+    locked(Effect.gen(function*() {
+      const row = yield* getOne(spec.id)
+      if (row) {
+        if (row.source === "system" && source !== "system") {
+          return yield* new ScheduleReadOnly({ id: spec.id, message: `schedule "${spec.id}" is owned by Roster (system) and cannot be edited` })
+        }
+        if (row.source !== source) {
+          return yield* new ScheduleSourceConflict({
+            id: spec.id,
+            source,
+            existing: row.source,
+            message: `schedule "${spec.id}" is a ${row.source} schedule${row.source === "file" ? " declared in code; edit it there" : ""}`
+          })
+        }
+        yield* updateFromSpec(row, spec, now)
+      } else {
+        yield* insertSpec(spec, source, now)
+      }
+      return toSchedule((yield* getOne(spec.id))!)
+    }))
+
+  const remove = (id: string) =>
+    locked(Effect.gen(function*() {
+      const row = yield* getOne(id)
+      if (!row) return yield* new ScheduleNotFound({ id, message: `no schedule "${id}"` })
+      if (row.source === "system") return yield* new ScheduleReadOnly({ id, message: `schedule "${id}" is owned by Roster (system) and cannot be deleted` })
+      if (row.source === "file" && row.retired_at === null) {
+        return yield* new ScheduleSourceConflict({
+          id,
+          source: "studio",
+          existing: "file",
+          message: `schedule "${id}" is declared in code; remove it from its schedules.ts (or pause it)`
+        })
+      }
+      yield* sql`DELETE FROM roster_schedules WHERE id = ${id}`
+      yield* sql`DELETE FROM roster_schedule_fires WHERE schedule_id = ${id}`
+    }))
+
+  const pause = (id: string, paused: boolean, now: number, nextDueAt: number | null) =>
+    locked(Effect.gen(function*() {
+      const row = yield* getOne(id)
+      if (!row) return yield* new ScheduleNotFound({ id, message: `no schedule "${id}"` })
+      if (row.source === "system") return yield* new ScheduleReadOnly({ id, message: `schedule "${id}" is owned by Roster (system) and cannot be paused or resumed` })
+      if (row.paused !== paused) {
+        yield* sql`UPDATE roster_schedules SET paused = ${paused}, next_due_at = ${paused ? numOrNull(row.next_due_at) : nextDueAt}, updated_at = ${now}
+                    WHERE id = ${id}`
+      }
+      return toSchedule((yield* getOne(id))!)
+    }))
+
+  const active = (scheduleId: string) =>
+    Effect.map(
+      sql<{ id: string; state: ExecutionState }>`
+        SELECT id, state FROM roster_executions
+         WHERE schedule_id = ${scheduleId} AND state IN ('queued','running') ORDER BY id DESC LIMIT 1`,
+      (rows) => rows[0] ?? null
+    )
+
+  // NULL next_due_at means "no further fire", so it counts as the latest possible value.
+  const advance = (scheduleId: string, nextDueAt: number | null, dueAt: number) =>
+    sql`UPDATE roster_schedules
+           SET next_due_at = CASE WHEN next_due_at IS NULL OR ${nextDueAt}::int8 IS NULL THEN NULL ELSE GREATEST(next_due_at, ${nextDueAt}::int8) END,
+               last_due_at = GREATEST(COALESCE(last_due_at, ${dueAt}::int8), ${dueAt}::int8)
+         WHERE id = ${scheduleId}`
+
+  const recordOne = (req: RecordFireRequest) =>
+    Effect.gen(function*() {
+      const row = yield* getOne(req.scheduleId)
+      if (!row || row.retired_at !== null) return { status: "unknown", outcome: null, executionId: null, inserted: false } satisfies RecordFireResult
+      let outcome = req.outcome
+      let error = req.error ?? null
+      if (outcome === "enqueued" && req.skipIfActive) {
+        const previous = yield* active(req.scheduleId)
+        if (previous) {
+          outcome = "skipped"
+          error = `overlap: previous execution ${previous.id} is still ${previous.state}`
+        }
+      }
+      const execution = outcome === "enqueued" ? req.execution : undefined
+      if (outcome === "enqueued" && !execution) {
+        return yield* new StoreError({ message: `fire of ${req.scheduleId} at ${req.dueAt} is enqueued but has no execution` })
+      }
+      const fresh = (yield* sql`
+        INSERT INTO roster_schedule_fires (schedule_id, due_at, enqueued_at, outcome, execution_id, error)
+        VALUES (${req.scheduleId}, ${req.dueAt}, ${req.now}, ${outcome}, ${execution?.id ?? null}, ${error})
+        ON CONFLICT DO NOTHING RETURNING 1 AS one`).length === 1
+      yield* advance(req.scheduleId, req.nextDueAt, req.dueAt)
+      if (!fresh) return { status: "duplicate", outcome: null, executionId: null, inserted: false } satisfies RecordFireResult
+      if (!execution) return { status: "recorded", outcome, executionId: null, inserted: false } satisfies RecordFireResult
+      const [inserted] = yield* insertExecutions(sql, [{
+        ...execution,
+        idempotencyKey: fireKey(req.scheduleId, req.dueAt),
+        scheduleId: req.scheduleId,
+        fireAt: req.dueAt
+      }], { origin: "" }) // no origin: wake every process, this one too
+      if (inserted!.id !== execution.id) {
+        yield* sql`UPDATE roster_schedule_fires SET execution_id = ${inserted!.id} WHERE schedule_id = ${req.scheduleId} AND due_at = ${req.dueAt}`
+      }
+      return { status: "recorded", outcome, executionId: inserted!.id, inserted: inserted!.inserted } satisfies RecordFireResult
+    })
+
+  const recordMany = (reqs: ReadonlyArray<RecordFireRequest>) => locked(Effect.forEach(reqs, recordOne))
+
+  return ScheduleStore.of({
+    schedulesSyncFile: (req) => op("sync file schedules", syncFile(req.schedules, req.now)),
+    schedulesUpsert: (req) => op("upsert schedule", upsert(req.schedule, req.source, req.now)),
+    schedulesDelete: (req) => op("delete schedule", remove(req.id)),
+    schedulesSetPaused: (req) => op("pause schedule", pause(req.id, req.paused, req.now, req.nextDueAt)),
+    schedulesList: (req) =>
+      op("list schedules", Effect.map(
+        req?.includeRetired
+          ? sql<ScheduleRow>`SELECT * FROM roster_schedules ORDER BY id`
+          : sql<ScheduleRow>`SELECT * FROM roster_schedules WHERE retired_at IS NULL ORDER BY id`,
+        (rows) => rows.map(toSchedule)
+      )),
+    schedulesGet: (id) => op("get schedule", Effect.map(getOne(id), (row) => (row ? toSchedule(row) : null))),
+    schedulesDue: (req) =>
+      req.limit <= 0
+        ? Effect.succeed([])
+        : op("find due schedules", Effect.map(
+          sql<ScheduleRow>`
+            SELECT * FROM roster_schedules
+             WHERE retired_at IS NULL AND enabled AND NOT paused AND next_due_at <= ${req.now}
+             ORDER BY next_due_at, id LIMIT ${req.limit}`,
+          (rows) => rows.map(toSchedule)
+        )),
+    schedulesNextDueAt: op("find next due schedule", Effect.map(
+      sql<{ v: Int8 | null }>`SELECT MIN(next_due_at) AS v FROM roster_schedules WHERE retired_at IS NULL AND enabled AND NOT paused`,
+      (rows) => numOrNull(rows[0]?.v ?? null)
+    )),
+    schedulesAdvance: (req) =>
+      op("advance schedule", Effect.asVoid(sql`
+        UPDATE roster_schedules
+           SET next_due_at = CASE WHEN next_due_at IS NULL OR ${req.nextDueAt}::int8 IS NULL THEN NULL ELSE GREATEST(next_due_at, ${req.nextDueAt}::int8) END
+         WHERE id = ${req.id}`)),
+    schedulesRecordFire: (req) => op("record fire", Effect.map(recordMany([req]), (results) => results[0]!)),
+    schedulesRecordFires: (reqs) => (reqs.length === 0 ? Effect.succeed([]) : op("record fires", recordMany(reqs))),
+    schedulesHistory: (req) =>
+      op("read schedule history", Effect.map(
+        sql<FireRow>`
+          SELECT * FROM roster_schedule_fires WHERE schedule_id = ${req.scheduleId} AND due_at < ${req.before ?? Number.MAX_SAFE_INTEGER}
+           ORDER BY due_at DESC LIMIT ${Math.max(1, Math.min(req.limit, 10_000))}`,
+        (rows) => rows.map(toFire)
+      )),
+    schedulesActiveExecution: (scheduleId) => op("find active execution", active(scheduleId)),
+    leaseAcquire: (req) =>
+      op("acquire lease", Effect.map(
+        sql`INSERT INTO roster_leases (name, owner, expires_at) VALUES (${req.name}, ${req.owner}, ${req.now + req.ttlMs})
+            ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+              WHERE roster_leases.owner = excluded.owner OR roster_leases.expires_at <= ${req.now}
+            RETURNING owner`,
+        (rows) => rows.length > 0
+      )),
+    leaseRelease: (req) => op("release lease", Effect.asVoid(sql`DELETE FROM roster_leases WHERE name = ${req.name} AND owner = ${req.owner}`))
+  })
+}

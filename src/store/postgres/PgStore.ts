@@ -1,0 +1,460 @@
+/**
+ * The Store on PostgreSQL through `@effect/sql-pg`: many worker and scheduler
+ * processes on many machines share one database, with the semantics of the SQLite
+ * store (the conformance suite in tests/store runs against both).
+ *
+ * - Claims are one statement: `UPDATE ... WHERE id IN (SELECT ... ORDER BY priority
+ *   DESC, run_at, id LIMIT n FOR UPDATE SKIP LOCKED) RETURNING *`, served by a partial
+ *   index in exactly that order; concurrent workers skip each other's rows instead of
+ *   waiting on them.
+ * - Group commit: a batch of enqueues is one INSERT; a batch of outcomes is one UPDATE
+ *   for the successes and one statement for the rest (with their attempt rows), in one
+ *   transaction. Outcomes are fenced exactly as on SQLite.
+ * - Wake-ups: inserts and retries `pg_notify` inside their own statement (delivered on
+ *   commit); `watchChanges` LISTENs on a dedicated connection (see PgWakeups.ts).
+ *
+ * Limits, plainly: times are epoch ms passed in by the caller (never the server's
+ * clock); a success keeps its worker in `lease_owner` and has no attempt row of its
+ * own (it is read back from the execution, as on SQLite); LISTEN/NOTIFY does not pass
+ * through a transaction-pooling PgBouncer, where wake-ups fall back to polling.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Clock, Context, Effect, Exit, Layer, Scope } from "effect"
+import type { Attempt, Execution, ExecutionState, LogDrops, LogLine, Step } from "../Execution.ts"
+import { states, UnparsedPayload } from "../Execution.ts"
+import { ScheduleStore } from "../ScheduleStore.ts"
+import type { CancelResult, ExecutionFilter, Outcome, QueueStats, ThroughputBucket } from "../Store.ts"
+import { Store, StoreError } from "../Store.ts"
+import { insertExecutions } from "./ExecutionInsert.ts"
+import { makePgScheduleStore } from "./PgScheduleStore.ts"
+import { watchWakeups } from "./PgWakeups.ts"
+import {
+  applyMigrations,
+  defaultReconnectWindowMs,
+  openClient,
+  operation,
+  type PostgresOptions,
+  redactUrl
+} from "./PostgresConnection.ts"
+import { int4Array, int8Array, textArray } from "./PgArrays.ts"
+
+export type { PostgresOptions } from "./PostgresConnection.ts"
+
+type Int8 = bigint | number | string
+
+/** An executions row as the driver returns it (BIGINT columns come back as bigint). */
+interface ExecutionRow {
+  id: string
+  job: string
+  queue: string
+  state: ExecutionState
+  payload: string
+  priority: number
+  attempt: number
+  max_attempts: number
+  retry: string
+  timeout_ms: Int8
+  run_at: Int8
+  created_at: Int8
+  started_at: Int8 | null
+  finished_at: Int8 | null
+  lease_owner: string | null
+  lease_expires_at: Int8 | null
+  cancel_requested: boolean
+  idempotency_key: string | null
+  schedule_id: string | null
+  fire_at: Int8 | null
+  retry_of: string | null
+  result: string | null
+  error: string | null
+}
+
+/** A BIGINT as a number (epoch ms and durations fit in 53 bits). */
+export const num = (v: Int8): number => Number(v)
+/** A nullable BIGINT as a number or null. */
+export const numOrNull = (v: Int8 | null): number | null => (v === null ? null : Number(v))
+
+const parseJson = (text: string | null): unknown => (text === null ? null : JSON.parse(text))
+
+const parsePayload = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch (e) {
+    return new UnparsedPayload(text, (e as Error).message)
+  }
+}
+
+/** Maps a stored row to an Execution. */
+export const toExecution = (r: ExecutionRow): Execution => ({
+  id: r.id,
+  job: r.job,
+  queue: r.queue,
+  state: r.state,
+  payload: parsePayload(r.payload),
+  priority: r.priority,
+  attempt: r.attempt,
+  maxAttempts: r.max_attempts,
+  retry: JSON.parse(r.retry),
+  timeoutMs: num(r.timeout_ms),
+  runAt: num(r.run_at),
+  createdAt: num(r.created_at),
+  startedAt: numOrNull(r.started_at),
+  finishedAt: numOrNull(r.finished_at),
+  leaseOwner: r.lease_owner,
+  leaseExpiresAt: numOrNull(r.lease_expires_at),
+  cancelRequested: r.cancel_requested,
+  idempotencyKey: r.idempotency_key,
+  scheduleId: r.schedule_id,
+  fireAt: numOrNull(r.fire_at),
+  retryOf: r.retry_of,
+  result: parseJson(r.result),
+  error: parseJson(r.error) as Execution["error"]
+})
+
+const byClaimOrder = (a: Execution, b: Execution) =>
+  b.priority - a.priority || a.runAt - b.runAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+
+const emptyCounts = (): Record<ExecutionState, number> => Object.fromEntries(states.map((s) => [s, 0])) as Record<ExecutionState, number>
+
+/** What the store needs besides the client. */
+export interface PgStoreOptions {
+  /** This store's id, carried by its wake-ups so it can ignore its own. */
+  readonly origin: string
+  readonly reconnectWindowMs: number
+  /** Closes the pool (the Layer passes its own scope; tests may pass a no-op). */
+  readonly close: Effect.Effect<void>
+}
+
+/** Builds the PostgreSQL Store over an open, migrated client. */
+export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): Store["Service"] => {
+  const op = operation(options.reconnectWindowMs)
+  const { origin } = options
+
+  const getOne = (id: string) =>
+    Effect.map(sql<ExecutionRow>`SELECT * FROM roster_executions WHERE id = ${id}`, (rows) => rows[0])
+
+  // Successes are the hot path: one statement per batch, and no attempt row — the
+  // succeeded attempt is read back from the execution (lease_owner is kept as its worker).
+  const finishSucceeded = (outcomes: ReadonlyArray<Extract<Outcome, { kind: "succeeded" }>>) =>
+    sql<{ id: string }>`
+      UPDATE roster_executions AS e
+         SET state = 'succeeded', result = u.result, error = NULL, finished_at = u.now, lease_expires_at = NULL
+        FROM unnest(${textArray(outcomes.map((o) => o.id))}::text[], ${textArray(outcomes.map((o) => o.workerId))}::text[], ${int4Array(outcomes.map((o) => o.attempt))}::int4[],
+                    ${int8Array(outcomes.map((o) => o.now))}::int8[], ${textArray(outcomes.map((o) => o.result))}::text[]) AS u(id, worker, attempt, now, result)
+       WHERE e.id = u.id AND e.lease_owner = u.worker AND e.attempt = u.attempt AND e.state = 'running'
+      RETURNING e.id`
+
+  /** Every other outcome in one statement: the fenced update, its attempt row, and a wake-up for work back in the queue. */
+  const finishOthers = (outcomes: ReadonlyArray<Exclude<Outcome, { kind: "succeeded" }>>) => {
+    const error = (o: Outcome) => ("error" in o && o.error !== null ? JSON.stringify(o.error) : null)
+    const attemptOutcome = (o: Outcome) =>
+      o.kind === "retry" ? (o.expired ? "lease_expired" : "retrying")
+      : o.kind === "failed" ? (o.expired ? "lease_expired" : "failed")
+      : o.kind === "cancelled" ? "cancelled"
+      : null
+    return sql<{ ord: Int8 }>`
+      WITH u AS (
+        SELECT * FROM unnest(${textArray(outcomes.map((o) => o.id))}::text[], ${textArray(outcomes.map((o) => o.workerId))}::text[], ${int4Array(outcomes.map((o) => o.attempt))}::int4[],
+                             ${textArray(outcomes.map((o) => o.kind))}::text[], ${int8Array(outcomes.map((o) => (o.kind === "retry" ? o.runAt : null)))}::int8[],
+                             ${textArray(outcomes.map(error))}::text[], ${int8Array(outcomes.map((o) => o.now))}::int8[],
+                             ${int8Array(outcomes.map((o) => ("startedAt" in o ? o.startedAt : null)))}::int8[], ${textArray(outcomes.map(attemptOutcome))}::text[])
+          WITH ORDINALITY AS u(id, worker, attempt, kind, run_at, error, now, started_at, outcome, ord)
+      ), done AS (
+        UPDATE roster_executions AS e
+           SET state = CASE WHEN u.kind IN ('retry', 'released') THEN 'queued' ELSE u.kind END,
+               run_at = CASE WHEN u.kind = 'retry' THEN u.run_at ELSE e.run_at END,
+               error = CASE WHEN u.kind = 'released' THEN e.error ELSE u.error END,
+               finished_at = CASE WHEN u.kind IN ('failed', 'cancelled') THEN u.now ELSE e.finished_at END,
+               attempt = CASE WHEN u.kind = 'released' THEN e.attempt - 1 ELSE e.attempt END,
+               started_at = CASE WHEN u.kind = 'released' THEN NULL ELSE e.started_at END,
+               lease_owner = NULL, lease_expires_at = NULL
+          FROM u
+         WHERE e.id = u.id AND e.lease_owner = u.worker AND e.attempt = u.attempt AND e.state = 'running'
+        RETURNING u.ord, e.id, e.queue, e.run_at, u.kind, u.worker, u.attempt, u.started_at, u.now, u.outcome, u.error
+      ), attempts AS (
+        INSERT INTO roster_attempts (execution_id, attempt, worker, started_at, finished_at, outcome, error)
+        SELECT id, attempt, worker, started_at, now, outcome, error FROM done WHERE kind <> 'released'
+        ON CONFLICT (execution_id, attempt) DO UPDATE
+          SET worker = excluded.worker, started_at = excluded.started_at, finished_at = excluded.finished_at,
+              outcome = excluded.outcome, error = excluded.error
+      ), woke AS (
+        SELECT pg_notify('roster_wake', json_build_object('s', current_schema(), 'q', queue, 'at', MIN(run_at), 'o', ${origin}::text)::text)
+          FROM done WHERE kind IN ('retry', 'released') GROUP BY queue
+      )
+      SELECT ord, (SELECT COUNT(*) FROM woke) AS woke FROM done`
+  }
+
+  const finishMany = (outcomes: ReadonlyArray<Outcome>) =>
+    Effect.gen(function*() {
+      // Sorted by id so concurrent batches lock rows in one order (no deadlock between a Reaper and a worker).
+      const indexed = outcomes.map((o, i) => ({ o, i })).sort((a, b) => (a.o.id < b.o.id ? -1 : a.o.id > b.o.id ? 1 : a.i - b.i))
+      const successes = indexed.filter((x) => x.o.kind === "succeeded")
+      const others = indexed.filter((x) => x.o.kind !== "succeeded")
+      const applied = new Array<boolean>(outcomes.length).fill(false)
+      const run = Effect.gen(function*() {
+        if (successes.length > 0) {
+          const ids = new Set((yield* finishSucceeded(successes.map((x) => x.o as Extract<Outcome, { kind: "succeeded" }>))).map((r) => r.id))
+          for (const x of successes) applied[x.i] = ids.has(x.o.id)
+        }
+        if (others.length > 0) {
+          for (const r of yield* finishOthers(others.map((x) => x.o as Exclude<Outcome, { kind: "succeeded" }>))) {
+            applied[others[num(r.ord) - 1]!.i] = true
+          }
+        }
+        return applied
+      })
+      // A batch of only successes (the common case) is one autocommit statement.
+      return yield* (successes.length > 0 && others.length > 0 ? sql.withTransaction(run) : run)
+    })
+
+  const cancelOne = (id: string, now: number) =>
+    sql.withTransaction(Effect.gen(function*() {
+      const [row] = yield* sql<{ state: ExecutionState }>`SELECT state FROM roster_executions WHERE id = ${id} FOR UPDATE`
+      if (!row) return null
+      if (row.state === "queued") {
+        yield* sql`UPDATE roster_executions SET state = 'cancelled', finished_at = ${now} WHERE id = ${id}`
+        return "cancelled" as CancelResult
+      }
+      if (row.state === "running") {
+        yield* sql`UPDATE roster_executions SET cancel_requested = true WHERE id = ${id}`
+        return "requested" as CancelResult
+      }
+      return "already-finished" as CancelResult
+    }))
+
+  const whereOf = (f: ExecutionFilter) => {
+    const clauses = []
+    if (f.job !== undefined) clauses.push(sql`job = ${f.job}`)
+    if (f.queue !== undefined) clauses.push(sql`queue = ${f.queue}`)
+    if (f.state !== undefined) clauses.push(sql`state = ${f.state}`)
+    if (f.since !== undefined) clauses.push(sql`created_at >= ${f.since}`)
+    if (f.scheduleId !== undefined) clauses.push(sql`schedule_id = ${f.scheduleId}`)
+    if (f.before !== undefined) clauses.push(sql`id < ${f.before}`)
+    return clauses.length > 0 ? sql`WHERE ${sql.and(clauses)}` : sql``
+  }
+
+  const queueStats = (now: number) =>
+    Effect.gen(function*() {
+      const byQueue = new Map<string, { counts: Record<ExecutionState, number>; oldestDueAt: number | null }>()
+      const entry = (queue: string) => {
+        let e = byQueue.get(queue)
+        if (!e) byQueue.set(queue, (e = { counts: emptyCounts(), oldestDueAt: null }))
+        return e
+      }
+      for (const r of yield* sql<{ queue: string; state: ExecutionState; n: number }>`
+        SELECT queue, state, COUNT(*)::int AS n FROM roster_executions GROUP BY queue, state`) entry(r.queue).counts[r.state] = r.n
+      for (const r of yield* sql<{ queue: string; at: Int8 }>`
+        SELECT queue, MIN(run_at) AS at FROM roster_executions WHERE state = 'queued' AND run_at <= ${now} GROUP BY queue`) entry(r.queue).oldestDueAt = num(r.at)
+      return [...byQueue.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([queue, e]): QueueStats => ({ queue, ...e }))
+    })
+
+  const throughput = (since: number, bucketMs: number) =>
+    Effect.map(
+      sql<{ queue: string; at: Int8; succeeded: number; failed: number }>`
+        SELECT queue, ${since}::int8 + ((finished_at - ${since}::int8) / ${bucketMs}::int8) * ${bucketMs}::int8 AS at,
+               (COUNT(*) FILTER (WHERE state = 'succeeded'))::int AS succeeded, (COUNT(*) FILTER (WHERE state = 'failed'))::int AS failed
+          FROM roster_executions
+         WHERE state IN ('succeeded', 'failed') AND finished_at >= ${since}
+         GROUP BY 1, 2 ORDER BY at, queue`,
+      (rows) => rows.map((r): ThroughputBucket => ({ queue: r.queue, at: num(r.at), succeeded: r.succeeded, failed: r.failed }))
+    )
+
+  const logsAppend = (lines: ReadonlyArray<LogLine>, drops: ReadonlyArray<LogDrops>) => {
+    // One row per (execution, attempt): an upsert may not touch a row twice in one statement.
+    const merged = new Map<string, LogDrops>()
+    for (const d of drops) {
+      const k = `${d.executionId}\u0000${d.attempt}`
+      const prev = merged.get(k)
+      merged.set(k, prev ? { ...prev, dropped: prev.dropped + d.dropped } : d)
+    }
+    const ds = [...merged.values()]
+    return sql`
+      WITH l AS (
+        INSERT INTO roster_logs (execution_id, attempt, at, level, message, annotations)
+        SELECT execution_id, attempt, at, level, message, annotations
+          FROM unnest(${textArray(lines.map((l) => l.executionId))}::text[], ${int4Array(lines.map((l) => l.attempt))}::int4[], ${int8Array(lines.map((l) => l.at))}::int8[],
+                      ${textArray(lines.map((l) => l.level))}::text[], ${textArray(lines.map((l) => l.message))}::text[], ${textArray(lines.map((l) => l.annotations))}::text[])
+               WITH ORDINALITY AS u(execution_id, attempt, at, level, message, annotations, ord)
+         ORDER BY ord
+        RETURNING 1
+      ), d AS (
+        INSERT INTO roster_log_drops (execution_id, attempt, dropped)
+        SELECT * FROM unnest(${textArray(ds.map((d) => d.executionId))}::text[], ${int4Array(ds.map((d) => d.attempt))}::int4[], ${int4Array(ds.map((d) => d.dropped))}::int4[])
+        ON CONFLICT (execution_id, attempt) DO UPDATE SET dropped = roster_log_drops.dropped + excluded.dropped
+        RETURNING 1
+      )
+      SELECT (SELECT COUNT(*) FROM l) AS lines, (SELECT COUNT(*) FROM d) AS drops`
+  }
+
+  // An insert retried after a lost reply may find its own rows already committed.
+  const insertRetrying = (rows: Parameters<Store["Service"]["executionsInsert"]>[0]) => {
+    let tries = 0
+    return op("insert executions", Effect.suspend(() => insertExecutions(sql, rows, { origin, ownIdsMayExist: tries++ > 0 })))
+  }
+
+  return Store.of({
+    migrate: Effect.flatMap(Clock.currentTimeMillis, (now) => op("migrate", Effect.asVoid(applyMigrations(sql, { now })))),
+    executionsInsert: (rows) => (rows.length === 0 ? Effect.succeed([]) : insertRetrying(rows)),
+    executionsClaim: (req) =>
+      req.limit <= 0 || req.jobs.length === 0
+        ? Effect.succeed([])
+        : op("claim executions", Effect.map(
+          sql<ExecutionRow>`
+            UPDATE roster_executions
+               SET state = 'running', attempt = attempt + 1, lease_owner = ${req.workerId},
+                   lease_expires_at = ${req.now + req.leaseMs}, started_at = ${req.now}
+             WHERE id IN (
+               SELECT id FROM roster_executions
+                WHERE state = 'queued' AND queue = ${req.queue} AND run_at <= ${req.now} AND job = ANY(${textArray(req.jobs)}::text[])
+                ORDER BY priority DESC, run_at, id
+                LIMIT ${req.limit}
+                FOR UPDATE SKIP LOCKED)
+            RETURNING *`,
+          (rows) => rows.map(toExecution).sort(byClaimOrder)
+        )),
+    executionsFinish: (outcomes) => (outcomes.length === 0 ? Effect.succeed([]) : op("record outcomes", finishMany(outcomes))),
+    executionsHeartbeat: (req) =>
+      op("heartbeat", Effect.map(
+        sql<{ id: string; attempt: number; cancel_requested: boolean }>`
+          UPDATE roster_executions SET lease_expires_at = ${req.now + req.leaseMs}
+           WHERE lease_owner = ${req.workerId} AND state = 'running'
+          RETURNING id, attempt, cancel_requested`,
+        (rows) => ({ held: rows.map((r) => ({ id: r.id, attempt: r.attempt, cancelRequested: r.cancel_requested })) })
+      )),
+    executionsExpired: (req) =>
+      op("find expired leases", Effect.map(
+        sql<ExecutionRow>`
+          SELECT * FROM roster_executions WHERE state = 'running' AND lease_expires_at < ${req.now}
+           ORDER BY lease_expires_at LIMIT ${req.limit}`,
+        (rows) => rows.map(toExecution)
+      )),
+    executionsHasWork: (req) =>
+      op("look for work", Effect.gen(function*() {
+        const [expired] = yield* sql`SELECT 1 AS one FROM roster_executions WHERE state = 'running' AND lease_expires_at < ${req.now} LIMIT 1`
+        if (expired) return true
+        for (const q of req.queues) {
+          if (q.jobs.length === 0) continue
+          const [due] = yield* sql`
+            SELECT 1 AS one FROM roster_executions
+             WHERE state = 'queued' AND queue = ${q.queue} AND run_at <= ${req.now} AND job = ANY(${textArray(q.jobs)}::text[]) LIMIT 1`
+          if (due) return true
+        }
+        return false
+      })),
+    executionsGet: (id) => op("get execution", Effect.map(getOne(id), (row) => (row ? toExecution(row) : null))),
+    executionsList: (filter) =>
+      op("list executions", Effect.map(
+        sql<ExecutionRow>`SELECT * FROM roster_executions ${whereOf(filter)} ORDER BY id DESC LIMIT ${Math.max(1, Math.min(filter.limit ?? 100, 10_000))}`,
+        (rows) => rows.map(toExecution)
+      )),
+    executionsCount: (filter) =>
+      op("count executions", Effect.map(
+        sql<{ state: ExecutionState; n: number }>`SELECT state, COUNT(*)::int AS n FROM roster_executions ${whereOf(filter)} GROUP BY state`,
+        (rows) => {
+          const counts = emptyCounts()
+          for (const r of rows) counts[r.state] = r.n
+          return counts
+        }
+      )),
+    executionsCancel: (req) => op("cancel execution", cancelOne(req.id, req.now)),
+    executionsUnknownJobs: (known) =>
+      op("find unknown jobs", sql<{ job: string; count: number }>`
+        SELECT job, COUNT(*)::int AS count FROM roster_executions
+         WHERE state = 'queued' AND NOT (job = ANY(${textArray(known)}::text[])) GROUP BY job ORDER BY job`),
+    executionsPrune: (req) =>
+      op("prune executions", Effect.map(
+        sql<{ n: number }>`
+          WITH doomed AS (
+            SELECT id FROM roster_executions
+             WHERE (state = 'succeeded' AND finished_at < ${req.succeededBefore})
+                OR (state IN ('failed', 'cancelled') AND finished_at < ${req.failedBefore})
+             LIMIT ${Math.max(0, req.limit)}
+          ), attempts AS (DELETE FROM roster_attempts WHERE execution_id IN (SELECT id FROM doomed)),
+          steps AS (DELETE FROM roster_steps WHERE execution_id IN (SELECT id FROM doomed)),
+          logs AS (DELETE FROM roster_logs WHERE execution_id IN (SELECT id FROM doomed)),
+          drops AS (DELETE FROM roster_log_drops WHERE execution_id IN (SELECT id FROM doomed)),
+          executions AS (DELETE FROM roster_executions WHERE id IN (SELECT id FROM doomed) RETURNING 1)
+          SELECT COUNT(*)::int AS n FROM executions`,
+        (rows) => rows[0]?.n ?? 0
+      )),
+    attemptsList: (id) =>
+      op("list attempts", Effect.gen(function*() {
+        const rows: Array<Attempt> = (yield* sql<{
+          execution_id: string; attempt: number; worker: string; started_at: Int8; finished_at: Int8; outcome: Attempt["outcome"]; error: string | null
+        }>`SELECT * FROM roster_attempts WHERE execution_id = ${id} ORDER BY attempt`).map((r) => ({
+          executionId: r.execution_id,
+          attempt: r.attempt,
+          worker: r.worker,
+          startedAt: num(r.started_at),
+          finishedAt: num(r.finished_at),
+          outcome: r.outcome,
+          error: parseJson(r.error) as Attempt["error"]
+        }))
+        const e = yield* getOne(id)
+        if (e && e.state === "succeeded" && !rows.some((a) => a.attempt === e.attempt)) {
+          rows.push({
+            executionId: id, attempt: e.attempt, worker: e.lease_owner ?? "", startedAt: numOrNull(e.started_at) ?? 0,
+            finishedAt: numOrNull(e.finished_at) ?? 0, outcome: "succeeded", error: null
+          })
+        }
+        return rows
+      })),
+    stepsList: (id) =>
+      op("list steps", Effect.map(
+        sql<{ execution_id: string; name: string; output: string; attempt: number; created_at: Int8 }>`
+          SELECT * FROM roster_steps WHERE execution_id = ${id} ORDER BY created_at, name`,
+        (rows) => rows.map((r): Step => ({ executionId: r.execution_id, name: r.name, output: r.output, attempt: r.attempt, createdAt: num(r.created_at) }))
+      )),
+    stepsSave: (s) =>
+      op("save step", Effect.map(
+        sql`INSERT INTO roster_steps (execution_id, name, output, attempt, created_at)
+            VALUES (${s.executionId}, ${s.name}, ${s.output}, ${s.attempt}, ${s.createdAt}) ON CONFLICT DO NOTHING RETURNING 1 AS one`,
+        (rows) => rows.length === 1
+      )),
+    logsAppend: ({ lines, drops }) => (lines.length + drops.length === 0 ? Effect.void : op("append logs", Effect.asVoid(logsAppend(lines, drops)))),
+    logsList: (id) =>
+      op("list logs", Effect.gen(function*() {
+        const lines = yield* sql<{ execution_id: string; attempt: number; at: Int8; level: string; message: string; annotations: string | null }>`
+          SELECT execution_id, attempt, at, level, message, annotations FROM roster_logs WHERE execution_id = ${id} ORDER BY seq`
+        const drops = yield* sql<{ execution_id: string; attempt: number; dropped: number }>`
+          SELECT execution_id, attempt, dropped FROM roster_log_drops WHERE execution_id = ${id} ORDER BY attempt`
+        return {
+          lines: lines.map((r) => ({ executionId: r.execution_id, attempt: r.attempt, at: num(r.at), level: r.level, message: r.message, annotations: r.annotations })),
+          drops: drops.map((r) => ({ executionId: r.execution_id, attempt: r.attempt, dropped: r.dropped }))
+        }
+      })),
+    changeToken: Effect.succeed(null),
+    watchChanges: ({ onChange }) => watchWakeups(sql, { origin, onChange }),
+    close: options.close,
+    executionsQueueStats: (req) => op("read queue stats", queueStats(req.now)),
+    executionsThroughput: (req) => op("read throughput", throughput(req.since, Math.max(1, Math.floor(req.bucketMs))))
+  })
+}
+
+/** Opens the pool in `scope` and applies migrations (retrying while the server is still coming up). */
+export const acquireClient = (options: PostgresOptions, scope: Scope.Scope) =>
+  Effect.gen(function*() {
+    const client = yield* openClient(options, scope)
+    const now = yield* Clock.currentTimeMillis
+    yield* operation(options.reconnectWindowMs ?? defaultReconnectWindowMs)(
+      `prepare database ${redactUrl(options.url)}`,
+      applyMigrations(client, { schema: options.schema, now })
+    )
+    return client
+  })
+
+/**
+ * Store and ScheduleStore on one PostgreSQL database, as one Layer: opens the pool,
+ * migrates, and closes the pool with the scope. A fire and the execution it enqueues
+ * are written in one transaction.
+ */
+export const layerPostgres = (options: PostgresOptions): Layer.Layer<Store | ScheduleStore, StoreError> =>
+  Layer.effectContext(Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
+    const client = yield* acquireClient(options, scope)
+    const reconnectWindowMs = options.reconnectWindowMs ?? defaultReconnectWindowMs
+    const origin = crypto.randomUUID()
+    const store = makePgStore(client, { origin, reconnectWindowMs, close: Scope.close(scope, Exit.void) })
+    return Context.make(Store, store).pipe(Context.add(ScheduleStore, makePgScheduleStore(client, { reconnectWindowMs })))
+  }))

@@ -1,0 +1,131 @@
+/**
+ * The PostgreSQL connection of the store: a pool of `@effect/sql-pg` sessions, the
+ * one place where a database failure becomes a StoreError, the bounded retry that
+ * rides out a server restart, and the migrations (under an advisory lock).
+ *
+ * Reconnection: the pool replaces a session that died (restart, failover, network)
+ * on its next checkout, so nothing here holds on to a dead connection. An operation
+ * that failed because the server could not be reached — or because it was shutting
+ * down, starting up, or chose us as a deadlock victim — is run again with a short
+ * backoff for up to `reconnectWindowMs` (default 5 s, enough for `pg_ctl restart`);
+ * past that it fails with a StoreError and the actor that called it logs, backs off
+ * and tries again on its own schedule. Every retried operation is safe to repeat:
+ * outcomes are fenced, claims and heartbeats are leases, inserts recognise their own
+ * ids, and a fire is keyed by (schedule, due).
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Cause, Clock, Effect, Redacted, Scope } from "effect"
+import * as Reactivity from "effect/reactivity/Reactivity"
+import type { SqlClient } from "effect/sql/SqlClient"
+import { SqlError } from "effect/sql/SqlError"
+import { StoreError } from "../Store.ts"
+import { migrationLockKey, migrations, migrationsTableSql } from "./migrations.ts"
+
+/** Options of the PostgreSQL store. */
+export interface PostgresOptions {
+  /** A `postgres://` URL. `?options=-c%20search_path%3Dname` selects a schema, as does `schema`. */
+  readonly url: string
+  /** Schema of Roster's tables, created if missing (default: the connection's search_path, usually `public`). */
+  readonly schema?: string | undefined
+  /** Most pooled connections of this process (default 10), plus one for LISTEN. */
+  readonly poolSize?: number | undefined
+  /** How long an operation retries while the server is unreachable before failing (default 5,000 ms). */
+  readonly reconnectWindowMs?: number | undefined
+}
+
+/** Default of {@link PostgresOptions.reconnectWindowMs}. */
+export const defaultReconnectWindowMs = 5_000
+
+/** The URL with any password hidden, for messages. */
+export const redactUrl = (url: string): string => url.replace(/(\/\/[^:/@]+):[^@/]*@/, "$1:***@")
+
+/** SQLSTATEs that mean "the server is going away or not back yet": safe to try again. */
+const unavailableCodes = new Set(["57P01", "57P02", "57P03", "53300", "40P01", "40001"])
+
+const codeOf = (e: SqlError): string | undefined => {
+  const code = (e.reason.cause as { code?: unknown } | undefined)?.code
+  return typeof code === "string" ? code : undefined
+}
+
+/** Whether a failure is the server being unreachable or restarting (worth retrying), not a fault of the statement. */
+export const isUnavailable = (e: unknown): boolean =>
+  e instanceof SqlError && (e.isRetryable || unavailableCodes.has(codeOf(e) ?? ""))
+
+/** Maps any database failure to one readable StoreError. */
+export const toStoreError = (what: string, cause: unknown): StoreError => {
+  if (cause instanceof StoreError) return cause
+  let detail: string
+  if (cause instanceof SqlError) {
+    const inner = cause.reason.cause as { message?: unknown; code?: unknown; detail?: unknown } | undefined
+    const text = typeof inner?.message === "string" && inner.message !== "" ? inner.message : cause.reason.message ?? cause.message
+    detail = [text, typeof inner?.code === "string" ? `(SQLSTATE ${inner.code})` : "", typeof inner?.detail === "string" ? inner.detail : ""]
+      .filter((s) => s !== "").join(" ")
+    if (isUnavailable(cause)) detail += " (the database is unreachable or restarting; the caller retries)"
+  } else {
+    detail = cause instanceof Error ? cause.message : String(cause)
+  }
+  return new StoreError({ message: `${what}: ${detail}`, cause })
+}
+
+/**
+ * Runs a store operation: retries it while the server is unavailable, for up to
+ * `windowMs`, then maps a remaining database failure to a StoreError. Other failures
+ * (a schedule's typed refusal) pass through unchanged. `effect` is re-run from the
+ * start, so a transaction is retried whole.
+ */
+export const operation = (windowMs: number) => <A, E>(what: string, effect: Effect.Effect<A, E>): Effect.Effect<A, Exclude<E, SqlError> | StoreError> =>
+  Effect.gen(function*() {
+    const start = yield* Clock.currentTimeMillis
+    let delay = 50
+    while (true) {
+      const exit = yield* Effect.exit(effect)
+      if (exit._tag === "Success") return exit.value
+      const error = Cause.findErrorOption(exit.cause)
+      if (error._tag === "Some" && !(error.value instanceof SqlError)) return yield* Effect.fail(error.value as Exclude<E, SqlError>)
+      const unavailable = error._tag === "Some" && isUnavailable(error.value)
+      const elapsed = (yield* Clock.currentTimeMillis) - start
+      if (!unavailable || elapsed + delay > windowMs) {
+        if (error._tag === "Some") return yield* Effect.fail(toStoreError(what, error.value))
+        return yield* Effect.failCause(exit.cause as Cause.Cause<never>)
+      }
+      yield* Effect.logDebug(`${what}: database unavailable, retrying in ${delay} ms`)
+      yield* Effect.sleep(delay)
+      delay = Math.min(delay * 2, 1_000)
+    }
+  })
+
+const quoteIdentifier = (name: string): string => `"${name.replace(/"/g, '""')}"`
+
+/** Opens the pool in `scope` (connections are made lazily, so this does not touch the server). */
+export const openClient = (options: PostgresOptions, scope: Scope.Scope): Effect.Effect<PgClient.PgClient, StoreError> =>
+  PgClient.make({
+    url: Redacted.make(options.url),
+    maxConnections: Math.max(1, options.poolSize ?? 10),
+    applicationName: "roster",
+    ...(options.schema === undefined ? {} : { startupParameters: { search_path: quoteIdentifier(options.schema) } })
+  }).pipe(
+    Effect.provide(Reactivity.layer),
+    Scope.provide(scope),
+    Effect.mapError((e) => toStoreError(`connect to ${redactUrl(options.url)}`, e))
+  )
+
+/**
+ * Applies pending migrations in one transaction under an advisory lock; returns how
+ * many ran. A second process blocks on the lock until the first commits, then finds
+ * every version applied.
+ */
+export const applyMigrations = (sql: SqlClient, options: { readonly schema?: string | undefined; readonly now: number }) =>
+  sql.withTransaction(Effect.gen(function*() {
+    yield* sql`SELECT pg_advisory_xact_lock(${migrationLockKey[0]}, ${migrationLockKey[1]})`
+    if (options.schema !== undefined) yield* sql.unsafe(`CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(options.schema)}`)
+    yield* sql.unsafe(migrationsTableSql)
+    const [row] = yield* sql<{ v: number }>`SELECT COALESCE(MAX(version), 0)::int AS v FROM roster_migrations`
+    let applied = 0
+    for (const m of migrations) {
+      if (m.version <= (row?.v ?? 0)) continue
+      for (const statement of m.statements) yield* sql.unsafe(statement)
+      yield* sql`INSERT INTO roster_migrations (version, name, applied_at) VALUES (${m.version}, ${m.name}, ${options.now})`
+      applied++
+    }
+    return applied
+  }))
