@@ -27,47 +27,44 @@ export const importModule = (file: string) =>
       new InvalidDefinition({ file, message: `cannot load ${file}: ${cause instanceof Error ? cause.message : String(cause)}` })
   })
 
-/** Loads every Job under `appsDir`. A missing folder is an error: a worker with no Jobs is a misconfiguration. */
-export const discoverJobs = Effect.fnUntraced(function*(appsDir: string) {
-  if (!existsSync(appsDir)) {
-    return yield* new InvalidDefinition({ message: `apps folder ${appsDir} does not exist (set ROSTER_APPS_DIR or appsDir in roster.config.ts)` })
-  }
-  const found: Array<SourcedJob> = []
-  for (const app of appFolders(appsDir)) {
-    const file = join(appsDir, app, "jobs.ts")
-    if (!existsSync(file)) continue
-    const mod = yield* importModule(file)
-    const jobs = Object.values(mod).filter(isJob)
-    if (jobs.length === 0) {
-      return yield* new InvalidDefinition({ file, message: `${file} exports no Job (export the values returned by Job.make)` })
-    }
-    for (const job of jobs) {
-      if (job.app !== app) {
-        return yield* new InvalidDefinition({ file, id: job.id, message: `Job "${job.id}" in ${file} must belong to app "${app}"` })
+/**
+ * Loads one kind of definition from every app: `<appsDir>/<app>/<fileName>` must export
+ * at least one value the guard accepts, each belonging to that app.
+ */
+const discover = <A extends { readonly id: string }>(options: {
+  readonly appsDir: string
+  readonly fileName: string
+  readonly noun: string
+  readonly maker: string
+  readonly guard: (u: unknown) => u is A
+}) =>
+  Effect.gen(function*() {
+    const found: Array<{ readonly value: A; readonly file: string }> = []
+    for (const app of appFolders(options.appsDir)) {
+      const file = join(options.appsDir, app, options.fileName)
+      if (!existsSync(file)) continue
+      const values = Object.values(yield* importModule(file)).filter(options.guard)
+      if (values.length === 0) {
+        return yield* new InvalidDefinition({ file, message: `${file} exports no ${options.noun} (export the values returned by ${options.maker})` })
       }
-      found.push({ job, file })
+      for (const value of values) {
+        if (!value.id.startsWith(`${app}/`)) {
+          return yield* new InvalidDefinition({ file, id: value.id, message: `${options.noun} "${value.id}" in ${file} must belong to app "${app}"` })
+        }
+        found.push({ value, file })
+      }
     }
-  }
-  return found
-})
+    return found
+  })
+
+/** Loads every Job under `appsDir`. A missing folder is an error: a worker with no Jobs is a misconfiguration. */
+export const discoverJobs = (appsDir: string): Effect.Effect<Array<SourcedJob>, InvalidDefinition> =>
+  existsSync(appsDir)
+    ? Effect.map(discover({ appsDir, fileName: "jobs.ts", noun: "Job", maker: "Job.make", guard: isJob }), (found) =>
+      found.map(({ value, file }) => ({ job: value, file })))
+    : Effect.fail(new InvalidDefinition({ message: `apps folder ${appsDir} does not exist (set ROSTER_APPS_DIR or appsDir in roster.config.ts)` }))
 
 /** Loads every Schedule under `appsDir` (apps without a schedules.ts have none). */
-export const discoverSchedules = Effect.fnUntraced(function*(appsDir: string) {
-  const found: Array<SourcedSchedule> = []
-  for (const app of appFolders(appsDir)) {
-    const file = join(appsDir, app, "schedules.ts")
-    if (!existsSync(file)) continue
-    const mod = yield* importModule(file)
-    const schedules = Object.values(mod).filter(isJobSchedule)
-    if (schedules.length === 0) {
-      return yield* new InvalidDefinition({ file, message: `${file} exports no Schedule (export the values returned by JobSchedule.make)` })
-    }
-    for (const schedule of schedules) {
-      if (!schedule.id.startsWith(`${app}/`)) {
-        return yield* new InvalidDefinition({ file, id: schedule.id, message: `Schedule "${schedule.id}" in ${file} must belong to app "${app}"` })
-      }
-      found.push({ schedule, file })
-    }
-  }
-  return found
-})
+export const discoverSchedules = (appsDir: string): Effect.Effect<Array<SourcedSchedule>, InvalidDefinition> =>
+  Effect.map(discover({ appsDir, fileName: "schedules.ts", noun: "Schedule", maker: "JobSchedule.make", guard: isJobSchedule }), (found) =>
+    found.map(({ value, file }) => ({ schedule: value, file })))
