@@ -17,3 +17,4 @@ export type { Execution, ExecutionState, ExecutionError, Attempt, Step } from ".
 export { enqueueWithin } from "./runtime/Transactional.ts"
 export { Schedules } from "./runtime/Schedules.ts"
 export { ScheduleStore } from "./store/ScheduleStore.ts"
+export { enqueueWithinSql } from "./runtime/TransactionalPg.ts"

@@ -12,11 +12,14 @@ import type { WorkerPool } from "./WorkerPool.ts"
 /** One heartbeat; exported so tests can drive it without waiting. */
 export const beat = Effect.fnUntraced(function*(options: { readonly workerId: string; readonly leaseMs: number; readonly pool: WorkerPool }) {
   const store = yield* Store
-  const running = options.pool.running()
+  const before = new Set(options.pool.running())
   const now = yield* Clock.currentTimeMillis
   const { held } = yield* store.executionsHeartbeat({ workerId: options.workerId, now, leaseMs: options.leaseMs })
   const byId = new Map(held.map((h) => [h.id, h]))
-  for (const id of running) {
+  // Only executions running both before and after the heartbeat: one that finished while
+  // it was in flight released its lease itself and is not lost.
+  for (const id of options.pool.running()) {
+    if (!before.has(id)) continue
     const h = byId.get(id)
     if (!h) {
       yield* Effect.logWarning(`lease on ${id} is no longer ours; interrupting its handler`)

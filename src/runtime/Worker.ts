@@ -1,7 +1,7 @@
 /**
  * The worker runtime: one Dispatcher per served queue, a WorkerPool, a LeaseKeeper, a
- * Reaper and (on SQLite) a change watcher, each supervised and forked into the
- * layer's scope.
+ * Reaper, a LogSink and a change watcher (SQLite's data_version, PostgreSQL's
+ * LISTEN/NOTIFY), each supervised and forked into the layer's scope.
  *
  * Shutdown, when the scope closes (SIGTERM/SIGINT under runMain, or an embedding app
  * releasing its Layer): stop claiming, let in-flight handlers finish within the grace

@@ -25,7 +25,7 @@ describe("durable steps across kill -9", () => {
         return false
       }
     })
-    const workerA = workerIdOf(a.stderrSoFar())
+    const workerA = await waitFor("worker A's id in its log", () => workerIdOf(a.stderrSoFar()))
     a.kill("SIGKILL")
     expect((await a.wait()).signal).toBe("SIGKILL")
     expect(s.count("SELECT COUNT(*) FROM roster_executions WHERE id = ? AND state = 'running'", id)).toBe(1)

@@ -19,7 +19,7 @@ import type { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import type { InsertRequest, InsertResult } from "../Store.ts"
 import { StoreError } from "../Store.ts"
-import { int4Array, int8Array, textArray } from "./PgArrays.ts"
+import { int4Array, int8Array, textArray } from "./PgValues.ts"
 
 /** The channel every Roster wake-up is sent on; listeners filter by schema. */
 export const wakeChannel = "roster_wake"

@@ -28,9 +28,8 @@ import type {
 import { fireKey, ScheduleNotFound, ScheduleReadOnly, ScheduleSourceConflict, ScheduleStore } from "../ScheduleStore.ts"
 import { StoreError } from "../Store.ts"
 import { insertExecutions } from "./ExecutionInsert.ts"
+import { type Int8, num, numOrNull } from "./PgValues.ts"
 import { operation } from "./PostgresConnection.ts"
-
-type Int8 = bigint | number | string
 
 interface ScheduleRow {
   id: string
@@ -63,9 +62,6 @@ interface FireRow {
   execution_id: string | null
   error: string | null
 }
-
-const num = (v: Int8): number => Number(v)
-const numOrNull = (v: Int8 | null): number | null => (v === null ? null : Number(v))
 
 const toSchedule = (r: ScheduleRow): StoredSchedule => ({
   id: r.id,

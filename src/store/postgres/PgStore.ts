@@ -12,6 +12,11 @@
  *   transaction. Outcomes are fenced exactly as on SQLite.
  * - Wake-ups: inserts and retries `pg_notify` inside their own statement (delivered on
  *   commit); `watchChanges` LISTENs on a dedicated connection (see PgWakeups.ts).
+ * - Two pools: durable writes and reads on one; claims, heartbeats and log lines on
+ *   one with `synchronous_commit = off` (see PgStoreOptions.relaxed).
+ * - Server outages: every operation retries while the server is unavailable (see
+ *   PostgresConnection.ts), and claims and outcomes that failed in doubt are settled
+ *   before the next ones (see InDoubt.ts).
  *
  * Limits, plainly: times are epoch ms passed in by the caller (never the server's
  * clock); a success keeps its worker in `lease_owner` and has no attempt row of its
@@ -23,24 +28,25 @@ import { Clock, Context, Effect, Exit, Layer, Scope } from "effect"
 import type { Attempt, Execution, ExecutionState, LogDrops, LogLine, Step } from "../Execution.ts"
 import { states, UnparsedPayload } from "../Execution.ts"
 import { ScheduleStore } from "../ScheduleStore.ts"
-import type { CancelResult, ExecutionFilter, Outcome, QueueStats, ThroughputBucket } from "../Store.ts"
+import type { CancelResult, ExecutionFilter, Outcome } from "../Store.ts"
 import { Store, StoreError } from "../Store.ts"
 import { insertExecutions } from "./ExecutionInsert.ts"
+import * as InDoubt from "./InDoubt.ts"
 import { makePgScheduleStore } from "./PgScheduleStore.ts"
+import { makePgStats } from "./PgStats.ts"
 import { watchWakeups } from "./PgWakeups.ts"
 import {
   applyMigrations,
   defaultReconnectWindowMs,
+  isUnavailable,
   openClient,
   operation,
   type PostgresOptions,
   redactUrl
 } from "./PostgresConnection.ts"
-import { int4Array, int8Array, textArray } from "./PgArrays.ts"
+import { type Int8, int4Array, int8Array, num, numOrNull, textArray } from "./PgValues.ts"
 
 export type { PostgresOptions } from "./PostgresConnection.ts"
-
-type Int8 = bigint | number | string
 
 /** An executions row as the driver returns it (BIGINT columns come back as bigint). */
 interface ExecutionRow {
@@ -69,10 +75,6 @@ interface ExecutionRow {
   error: string | null
 }
 
-/** A BIGINT as a number (epoch ms and durations fit in 53 bits). */
-export const num = (v: Int8): number => Number(v)
-/** A nullable BIGINT as a number or null. */
-export const numOrNull = (v: Int8 | null): number | null => (v === null ? null : Number(v))
 
 const parseJson = (text: string | null): unknown => (text === null ? null : JSON.parse(text))
 
@@ -118,6 +120,14 @@ const emptyCounts = (): Record<ExecutionState, number> => Object.fromEntries(sta
 
 /** What the store needs besides the client. */
 export interface PgStoreOptions {
+  /**
+   * Sessions with `synchronous_commit = off`, for writes whose loss on a server crash is
+   * harmless: claims, heartbeats and log lines. A lost claim only means the execution
+   * is queued again (its worker's fenced outcome is then dropped and it runs again); a
+   * lost heartbeat, a shorter lease. Each later durable commit (an enqueue, an outcome)
+   * flushes the WAL up to itself, these included. Defaults to the durable client.
+   */
+  readonly relaxed?: PgClient.PgClient | undefined
   /** This store's id, carried by its wake-ups so it can ignore its own. */
   readonly origin: string
   readonly reconnectWindowMs: number
@@ -129,6 +139,7 @@ export interface PgStoreOptions {
 export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): Store["Service"] => {
   const op = operation(options.reconnectWindowMs)
   const { origin } = options
+  const relaxed = options.relaxed ?? sql
 
   const getOne = (id: string) =>
     Effect.map(sql<ExecutionRow>`SELECT * FROM roster_executions WHERE id = ${id}`, (rows) => rows[0])
@@ -207,6 +218,35 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
       return yield* (successes.length > 0 && others.length > 0 ? sql.withTransaction(run) : run)
     })
 
+  const unavailable = (e: unknown) => isUnavailable(e instanceof StoreError ? e.cause : e)
+  const inDoubt = InDoubt.make({
+    finish: finishMany,
+    release: (c) =>
+      sql`UPDATE roster_executions SET state = 'queued', attempt = attempt - 1, started_at = NULL, lease_owner = NULL, lease_expires_at = NULL
+           WHERE lease_owner = ${c.workerId} AND queue = ${c.queue} AND state = 'running' AND started_at = ${c.startedAt}
+             AND NOT (id = ANY(${textArray(c.exclude)}::text[]))`
+  }, unavailable)
+
+  const claim = (req: Parameters<Store["Service"]["executionsClaim"]>[0]) =>
+    Effect.gen(function*() {
+      yield* inDoubt.settleOutcomes
+      yield* inDoubt.settleClaims(req.workerId, req.queue)
+      const mark = { workerId: req.workerId, queue: req.queue, startedAt: req.now }
+      const rows = yield* relaxed<ExecutionRow>`
+        UPDATE roster_executions
+           SET state = 'running', attempt = attempt + 1, lease_owner = ${req.workerId},
+               lease_expires_at = ${req.now + req.leaseMs}, started_at = ${req.now}
+         WHERE id IN (
+           SELECT id FROM roster_executions
+            WHERE state = 'queued' AND queue = ${req.queue} AND run_at <= ${req.now} AND job = ANY(${textArray(req.jobs)}::text[])
+            ORDER BY priority DESC, run_at, id
+            LIMIT ${req.limit}
+            FOR UPDATE SKIP LOCKED)
+        RETURNING *`.pipe(Effect.onError(() => Effect.sync(() => inDoubt.claimFailed(mark))))
+      inDoubt.claimed(mark, rows.map((r) => r.id))
+      return rows.map(toExecution).sort(byClaimOrder)
+    })
+
   const cancelOne = (id: string, now: number) =>
     sql.withTransaction(Effect.gen(function*() {
       const [row] = yield* sql<{ state: ExecutionState }>`SELECT state FROM roster_executions WHERE id = ${id} FOR UPDATE`
@@ -233,32 +273,6 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
     return clauses.length > 0 ? sql`WHERE ${sql.and(clauses)}` : sql``
   }
 
-  const queueStats = (now: number) =>
-    Effect.gen(function*() {
-      const byQueue = new Map<string, { counts: Record<ExecutionState, number>; oldestDueAt: number | null }>()
-      const entry = (queue: string) => {
-        let e = byQueue.get(queue)
-        if (!e) byQueue.set(queue, (e = { counts: emptyCounts(), oldestDueAt: null }))
-        return e
-      }
-      for (const r of yield* sql<{ queue: string; state: ExecutionState; n: number }>`
-        SELECT queue, state, COUNT(*)::int AS n FROM roster_executions GROUP BY queue, state`) entry(r.queue).counts[r.state] = r.n
-      for (const r of yield* sql<{ queue: string; at: Int8 }>`
-        SELECT queue, MIN(run_at) AS at FROM roster_executions WHERE state = 'queued' AND run_at <= ${now} GROUP BY queue`) entry(r.queue).oldestDueAt = num(r.at)
-      return [...byQueue.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([queue, e]): QueueStats => ({ queue, ...e }))
-    })
-
-  const throughput = (since: number, bucketMs: number) =>
-    Effect.map(
-      sql<{ queue: string; at: Int8; succeeded: number; failed: number }>`
-        SELECT queue, ${since}::int8 + ((finished_at - ${since}::int8) / ${bucketMs}::int8) * ${bucketMs}::int8 AS at,
-               (COUNT(*) FILTER (WHERE state = 'succeeded'))::int AS succeeded, (COUNT(*) FILTER (WHERE state = 'failed'))::int AS failed
-          FROM roster_executions
-         WHERE state IN ('succeeded', 'failed') AND finished_at >= ${since}
-         GROUP BY 1, 2 ORDER BY at, queue`,
-      (rows) => rows.map((r): ThroughputBucket => ({ queue: r.queue, at: num(r.at), succeeded: r.succeeded, failed: r.failed }))
-    )
-
   const logsAppend = (lines: ReadonlyArray<LogLine>, drops: ReadonlyArray<LogDrops>) => {
     // One row per (execution, attempt): an upsert may not touch a row twice in one statement.
     const merged = new Map<string, LogDrops>()
@@ -268,7 +282,7 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
       merged.set(k, prev ? { ...prev, dropped: prev.dropped + d.dropped } : d)
     }
     const ds = [...merged.values()]
-    return sql`
+    return relaxed`
       WITH l AS (
         INSERT INTO roster_logs (execution_id, attempt, at, level, message, annotations)
         SELECT execution_id, attempt, at, level, message, annotations
@@ -295,30 +309,22 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
   return Store.of({
     migrate: Effect.flatMap(Clock.currentTimeMillis, (now) => op("migrate", Effect.asVoid(applyMigrations(sql, { now })))),
     executionsInsert: (rows) => (rows.length === 0 ? Effect.succeed([]) : insertRetrying(rows)),
-    executionsClaim: (req) =>
-      req.limit <= 0 || req.jobs.length === 0
+    executionsClaim: (req) => (req.limit <= 0 || req.jobs.length === 0 ? Effect.succeed([]) : op("claim executions", claim(req))),
+    executionsFinish: (outcomes) =>
+      outcomes.length === 0
         ? Effect.succeed([])
-        : op("claim executions", Effect.map(
-          sql<ExecutionRow>`
-            UPDATE roster_executions
-               SET state = 'running', attempt = attempt + 1, lease_owner = ${req.workerId},
-                   lease_expires_at = ${req.now + req.leaseMs}, started_at = ${req.now}
-             WHERE id IN (
-               SELECT id FROM roster_executions
-                WHERE state = 'queued' AND queue = ${req.queue} AND run_at <= ${req.now} AND job = ANY(${textArray(req.jobs)}::text[])
-                ORDER BY priority DESC, run_at, id
-                LIMIT ${req.limit}
-                FOR UPDATE SKIP LOCKED)
-            RETURNING *`,
-          (rows) => rows.map(toExecution).sort(byClaimOrder)
-        )),
-    executionsFinish: (outcomes) => (outcomes.length === 0 ? Effect.succeed([]) : op("record outcomes", finishMany(outcomes))),
+        : op("record outcomes", Effect.andThen(inDoubt.settleOutcomes, finishMany(outcomes))).pipe(
+          Effect.tapError((e) => Effect.sync(() => (unavailable(e) ? inDoubt.keep(outcomes) : undefined)))
+        ),
+    // Rows are locked in id order, as outcome batches lock them, so the two never deadlock.
     executionsHeartbeat: (req) =>
       op("heartbeat", Effect.map(
-        sql<{ id: string; attempt: number; cancel_requested: boolean }>`
+        Effect.andThen(inDoubt.settleOutcomes, relaxed<{ id: string; attempt: number; cancel_requested: boolean }>`
           UPDATE roster_executions SET lease_expires_at = ${req.now + req.leaseMs}
-           WHERE lease_owner = ${req.workerId} AND state = 'running'
-          RETURNING id, attempt, cancel_requested`,
+           WHERE id IN (
+             SELECT id FROM roster_executions WHERE lease_owner = ${req.workerId} AND state = 'running' ORDER BY id FOR UPDATE)
+             AND lease_owner = ${req.workerId} AND state = 'running'
+          RETURNING id, attempt, cancel_requested`),
         (rows) => ({ held: rows.map((r) => ({ id: r.id, attempt: r.attempt, cancelRequested: r.cancel_requested })) })
       )),
     executionsExpired: (req) =>
@@ -426,15 +432,14 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
     changeToken: Effect.succeed(null),
     watchChanges: ({ onChange }) => watchWakeups(sql, { origin, onChange }),
     close: options.close,
-    executionsQueueStats: (req) => op("read queue stats", queueStats(req.now)),
-    executionsThroughput: (req) => op("read throughput", throughput(req.since, Math.max(1, Math.floor(req.bucketMs))))
+    ...makePgStats(sql, op)
   })
 }
 
 /** Opens the pool in `scope` and applies migrations (retrying while the server is still coming up). */
 export const acquireClient = (options: PostgresOptions, scope: Scope.Scope) =>
   Effect.gen(function*() {
-    const client = yield* openClient(options, scope)
+    const client = yield* openClient(options, scope, { size: options.poolSize ?? 10, relaxed: false })
     const now = yield* Clock.currentTimeMillis
     yield* operation(options.reconnectWindowMs ?? defaultReconnectWindowMs)(
       `prepare database ${redactUrl(options.url)}`,
@@ -444,8 +449,8 @@ export const acquireClient = (options: PostgresOptions, scope: Scope.Scope) =>
   })
 
 /**
- * Store and ScheduleStore on one PostgreSQL database, as one Layer: opens the pool,
- * migrates, and closes the pool with the scope. A fire and the execution it enqueues
+ * Store and ScheduleStore on one PostgreSQL database, as one Layer: opens the pools,
+ * migrates, and closes the pools with the scope. A fire and the execution it enqueues
  * are written in one transaction.
  */
 export const layerPostgres = (options: PostgresOptions): Layer.Layer<Store | ScheduleStore, StoreError> =>
@@ -453,8 +458,9 @@ export const layerPostgres = (options: PostgresOptions): Layer.Layer<Store | Sch
     const scope = yield* Scope.make()
     yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
     const client = yield* acquireClient(options, scope)
+    const relaxed = yield* openClient(options, scope, { size: Math.min(4, options.poolSize ?? 10), relaxed: true })
     const reconnectWindowMs = options.reconnectWindowMs ?? defaultReconnectWindowMs
     const origin = crypto.randomUUID()
-    const store = makePgStore(client, { origin, reconnectWindowMs, close: Scope.close(scope, Exit.void) })
+    const store = makePgStore(client, { relaxed, origin, reconnectWindowMs, close: Scope.close(scope, Exit.void) })
     return Context.make(Store, store).pipe(Context.add(ScheduleStore, makePgScheduleStore(client, { reconnectWindowMs })))
   }))

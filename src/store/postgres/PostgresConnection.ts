@@ -27,7 +27,7 @@ export interface PostgresOptions {
   readonly url: string
   /** Schema of Roster's tables, created if missing (default: the connection's search_path, usually `public`). */
   readonly schema?: string | undefined
-  /** Most pooled connections of this process (default 10), plus one for LISTEN. */
+  /** Most pooled connections of this process for durable writes and reads (default 10); add up to 4 for claims, heartbeats and logs, and 1 for LISTEN. */
   readonly poolSize?: number | undefined
   /** How long an operation retries while the server is unreachable before failing (default 5,000 ms). */
   readonly reconnectWindowMs?: number | undefined
@@ -58,9 +58,9 @@ export const toStoreError = (what: string, cause: unknown): StoreError => {
   if (cause instanceof SqlError) {
     const inner = cause.reason.cause as { message?: unknown; code?: unknown; detail?: unknown } | undefined
     const text = typeof inner?.message === "string" && inner.message !== "" ? inner.message : cause.reason.message ?? cause.message
-    detail = [text, typeof inner?.code === "string" ? `(SQLSTATE ${inner.code})` : "", typeof inner?.detail === "string" ? inner.detail : ""]
-      .filter((s) => s !== "").join(" ")
-    if (isUnavailable(cause)) detail += " (the database is unreachable or restarting; the caller retries)"
+    const sqlState = typeof inner?.code === "string" && /^[0-9A-Z]{5}$/.test(inner.code) ? `(SQLSTATE ${inner.code})` : ""
+    detail = [text, sqlState, typeof inner?.detail === "string" ? inner.detail : ""].filter((s) => s !== "").join(" ")
+    if (isUnavailable(cause)) detail += " (the database is unreachable or restarting)"
   } else {
     detail = cause instanceof Error ? cause.message : String(cause)
   }
@@ -96,13 +96,24 @@ export const operation = (windowMs: number) => <A, E>(what: string, effect: Effe
 
 const quoteIdentifier = (name: string): string => `"${name.replace(/"/g, '""')}"`
 
-/** Opens the pool in `scope` (connections are made lazily, so this does not touch the server). */
-export const openClient = (options: PostgresOptions, scope: Scope.Scope): Effect.Effect<PgClient.PgClient, StoreError> =>
+/**
+ * Opens a pool in `scope` (connections are made lazily, so this does not touch the
+ * server). A `relaxed` pool's sessions run with `synchronous_commit = off`: their
+ * commits do not wait for the WAL flush (see PgStore for what may use it).
+ */
+export const openClient = (
+  options: PostgresOptions,
+  scope: Scope.Scope,
+  pool: { readonly size: number; readonly relaxed: boolean }
+): Effect.Effect<PgClient.PgClient, StoreError> =>
   PgClient.make({
     url: Redacted.make(options.url),
-    maxConnections: Math.max(1, options.poolSize ?? 10),
+    maxConnections: Math.max(1, pool.size),
     applicationName: "roster",
-    ...(options.schema === undefined ? {} : { startupParameters: { search_path: quoteIdentifier(options.schema) } })
+    startupParameters: {
+      ...(options.schema === undefined ? {} : { search_path: quoteIdentifier(options.schema) }),
+      ...(pool.relaxed ? { synchronous_commit: "off" } : {})
+    }
   }).pipe(
     Effect.provide(Reactivity.layer),
     Scope.provide(scope),
