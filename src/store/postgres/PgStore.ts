@@ -26,7 +26,8 @@
 import { PgClient } from "@effect/sql-pg"
 import { Clock, Context, Effect, Exit, Layer, Scope } from "effect"
 import type { Attempt, Execution, ExecutionState, LogDrops, LogLine, Step } from "../Execution.ts"
-import { states, UnparsedPayload } from "../Execution.ts"
+import { states } from "../Execution.ts"
+import { byClaimOrder, parseJson, toExecution, type ExecutionRow } from "../ExecutionRow.ts"
 import { ScheduleStore } from "../ScheduleStore.ts"
 import type { CancelResult, ExecutionFilter, Outcome } from "../Store.ts"
 import { Store, StoreError } from "../Store.ts"
@@ -49,73 +50,6 @@ import { type Int8, int4Array, int8Array, num, numOrNull, textArray } from "./Pg
 export type { PostgresOptions } from "./PostgresConnection.ts"
 
 /** An executions row as the driver returns it (BIGINT columns come back as bigint). */
-interface ExecutionRow {
-  id: string
-  job: string
-  queue: string
-  state: ExecutionState
-  payload: string
-  priority: number
-  attempt: number
-  max_attempts: number
-  retry: string
-  timeout_ms: Int8
-  run_at: Int8
-  created_at: Int8
-  started_at: Int8 | null
-  finished_at: Int8 | null
-  lease_owner: string | null
-  lease_expires_at: Int8 | null
-  cancel_requested: boolean
-  idempotency_key: string | null
-  schedule_id: string | null
-  fire_at: Int8 | null
-  retry_of: string | null
-  result: string | null
-  error: string | null
-}
-
-
-const parseJson = (text: string | null): unknown => (text === null ? null : JSON.parse(text))
-
-const parsePayload = (text: string): unknown => {
-  try {
-    return JSON.parse(text)
-  } catch (e) {
-    return new UnparsedPayload(text, (e as Error).message)
-  }
-}
-
-/** Maps a stored row to an Execution. */
-export const toExecution = (r: ExecutionRow): Execution => ({
-  id: r.id,
-  job: r.job,
-  queue: r.queue,
-  state: r.state,
-  payload: parsePayload(r.payload),
-  priority: r.priority,
-  attempt: r.attempt,
-  maxAttempts: r.max_attempts,
-  retry: JSON.parse(r.retry),
-  timeoutMs: num(r.timeout_ms),
-  runAt: num(r.run_at),
-  createdAt: num(r.created_at),
-  startedAt: numOrNull(r.started_at),
-  finishedAt: numOrNull(r.finished_at),
-  leaseOwner: r.lease_owner,
-  leaseExpiresAt: numOrNull(r.lease_expires_at),
-  cancelRequested: r.cancel_requested,
-  idempotencyKey: r.idempotency_key,
-  scheduleId: r.schedule_id,
-  fireAt: numOrNull(r.fire_at),
-  retryOf: r.retry_of,
-  result: parseJson(r.result),
-  error: parseJson(r.error) as Execution["error"]
-})
-
-const byClaimOrder = (a: Execution, b: Execution) =>
-  b.priority - a.priority || a.runAt - b.runAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
-
 const emptyCounts = (): Record<ExecutionState, number> => Object.fromEntries(states.map((s) => [s, 0])) as Record<ExecutionState, number>
 
 /** What the store needs besides the client. */

@@ -10,79 +10,14 @@
 import type { Database } from "bun:sqlite"
 import { Clock, Effect, Layer } from "effect"
 import type { Attempt, Execution, ExecutionState, LogDrops, LogLine, Step } from "../Execution.ts"
-import { states, UnparsedPayload } from "../Execution.ts"
+import { states } from "../Execution.ts"
+import { byClaimOrder, parseJson, toExecution, type ExecutionRow } from "../ExecutionRow.ts"
 import type { CancelResult, ExecutionFilter, InsertRequest, InsertResult, Outcome } from "../Store.ts"
 import { Store, StoreError } from "../Store.ts"
 import { makeSqliteStats } from "./SqliteStats.ts"
 import { applyMigrations, openDatabase, type SqliteOptions } from "./SqliteConnection.ts"
 
 export type { SqliteOptions } from "./SqliteConnection.ts"
-
-interface ExecutionRow {
-  id: string
-  job: string
-  queue: string
-  state: ExecutionState
-  payload: string
-  priority: number
-  attempt: number
-  max_attempts: number
-  retry: string
-  timeout_ms: number
-  run_at: number
-  created_at: number
-  started_at: number | null
-  finished_at: number | null
-  lease_owner: string | null
-  lease_expires_at: number | null
-  cancel_requested: number
-  idempotency_key: string | null
-  schedule_id: string | null
-  fire_at: number | null
-  retry_of: string | null
-  result: string | null
-  error: string | null
-}
-
-const parseJson = (text: string | null): unknown => (text === null ? null : JSON.parse(text))
-
-const parsePayload = (text: string): unknown => {
-  try {
-    return JSON.parse(text)
-  } catch (e) {
-    return new UnparsedPayload(text, (e as Error).message)
-  }
-}
-
-/** Maps a stored row to an Execution. */
-export const toExecution = (r: ExecutionRow): Execution => ({
-  id: r.id,
-  job: r.job,
-  queue: r.queue,
-  state: r.state,
-  payload: parsePayload(r.payload),
-  priority: r.priority,
-  attempt: r.attempt,
-  maxAttempts: r.max_attempts,
-  retry: JSON.parse(r.retry),
-  timeoutMs: r.timeout_ms,
-  runAt: r.run_at,
-  createdAt: r.created_at,
-  startedAt: r.started_at,
-  finishedAt: r.finished_at,
-  leaseOwner: r.lease_owner,
-  leaseExpiresAt: r.lease_expires_at,
-  cancelRequested: r.cancel_requested === 1,
-  idempotencyKey: r.idempotency_key,
-  scheduleId: r.schedule_id,
-  fireAt: r.fire_at,
-  retryOf: r.retry_of,
-  result: parseJson(r.result),
-  error: parseJson(r.error) as Execution["error"]
-})
-
-const byClaimOrder = (a: Execution, b: Execution) =>
-  b.priority - a.priority || a.runAt - b.runAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
 /**
  * The synchronous statements of the SQLite store, prepared once. Exposed so that
@@ -388,9 +323,10 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
           outcome: r.outcome,
           error: parseJson(r.error) as Attempt["error"]
         }))
-        const e = getOne.get(id)
+        const row = getOne.get(id)
+        const e = row ? toExecution(row) : null
         if (e && e.state === "succeeded" && !rows.some((a) => a.attempt === e.attempt)) {
-          rows.push({ executionId: id, attempt: e.attempt, worker: e.lease_owner ?? "", startedAt: e.started_at ?? 0, finishedAt: e.finished_at ?? 0, outcome: "succeeded", error: null })
+          rows.push({ executionId: id, attempt: e.attempt, worker: e.leaseOwner ?? "", startedAt: e.startedAt ?? 0, finishedAt: e.finishedAt ?? 0, outcome: "succeeded", error: null })
         }
         return rows
       }),
