@@ -5,26 +5,10 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test"
 import { Effect } from "effect"
 import * as RetryPolicy from "../../src/jobs/RetryPolicy.ts"
-import type { InsertRequest, Outcome } from "../../src/store/Store.ts"
+import type { Outcome } from "../../src/store/Store.ts"
 import { drivers, withStore, type StoreFixture } from "./drivers.ts"
+import { row } from "./rows.ts"
 
-let seq = 0
-const row = (over: Partial<InsertRequest> = {}): InsertRequest => {
-  seq++
-  return {
-    id: Bun.randomUUIDv7("hex", 1_000 + seq),
-    job: "app/job",
-    queue: "default",
-    payload: JSON.stringify({ n: seq }),
-    priority: 0,
-    retry: RetryPolicy.exponential({ attempts: 3, initial: 1000, jitter: false }).snapshot,
-    timeoutMs: 60_000,
-    runAt: 100,
-    now: 100,
-    idempotencyKey: null,
-    ...over
-  }
-}
 
 const claim = (over: Partial<{ queue: string; jobs: Array<string>; workerId: string; limit: number; now: number; leaseMs: number }> = {}) => ({
   queue: "default",

@@ -5,26 +5,9 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test"
 import * as RetryPolicy from "../../src/jobs/RetryPolicy.ts"
-import type { InsertRequest } from "../../src/store/Store.ts"
 import { drivers, withStore, type StoreFixture } from "./drivers.ts"
+import { row } from "./rows.ts"
 
-let seq = 0
-const row = (over: Partial<InsertRequest> = {}): InsertRequest => {
-  seq++
-  return {
-    id: Bun.randomUUIDv7("hex", 1_000 + seq),
-    job: "app/job",
-    queue: "default",
-    payload: "{}",
-    priority: 0,
-    retry: RetryPolicy.fixed({ attempts: 1, delay: 1000 }).snapshot,
-    timeoutMs: 60_000,
-    runAt: 100,
-    now: 100,
-    idempotencyKey: null,
-    ...over
-  }
-}
 
 /** Inserts rows of one queue, claims `finish.length` of them at `now` and finishes each as given. */
 const seed = async (f: StoreFixture, queue: string, rows: number, finish: ReadonlyArray<{ kind: "succeeded" | "failed"; at: number }>) => {

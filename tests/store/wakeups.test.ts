@@ -7,24 +7,11 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test"
 import { Effect, Fiber } from "effect"
 import * as RetryPolicy from "../../src/jobs/RetryPolicy.ts"
-import { type InsertRequest, Store, type StoreChange } from "../../src/store/Store.ts"
+import { Store, type StoreChange } from "../../src/store/Store.ts"
 import { waitFor } from "../support/processes.ts"
 import { drivers, pgAdmin, withStore, type StoreFixture } from "./drivers.ts"
+import { row } from "./rows.ts"
 
-let seq = 0
-const row = (over: Partial<InsertRequest> = {}): InsertRequest => ({
-  id: Bun.randomUUIDv7("hex", 1_000 + ++seq),
-  job: "app/job",
-  queue: "default",
-  payload: "{}",
-  priority: 0,
-  retry: RetryPolicy.fixed({ attempts: 1, delay: 1000 }).snapshot,
-  timeoutMs: 60_000,
-  runAt: 100,
-  now: 100,
-  idempotencyKey: null,
-  ...over
-})
 
 /** Starts watching on `f`; returns what it saw so far and a stop. */
 const watch = async (f: StoreFixture) => {
