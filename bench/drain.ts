@@ -15,7 +15,7 @@
  * at the largest size as job:sync:concurrency, default
  * demo/noop:NORMAL:50,demo/noop:FULL:200; empty for none).
  */
-import { benchApps, count, demoApps, envInt, mb, ms, ndjson, openReader, progress, rate, report, runRoster, type Section, tempDb, windowRate } from "./support.ts"
+import { benchApps, count, demoApps, enqueueBulk, envInt, mb, ms, openReader, progress, rate, report, runRoster, type Section, tempDb, windowRate } from "./support.ts"
 
 const sizes = (process.env.BENCH_N ?? "10000,100000").split(",").map((s) => Number(s.trim().replace(/_/g, "")))
 const concurrency = envInt("BENCH_CONCURRENCY", 50)
@@ -53,9 +53,7 @@ export const drainOnce = async (job: string, n: number, sync: Sync = "FULL", wor
   try {
     const appsDir = job.startsWith("bench/") ? benchApps : demoApps
     const common = { db: tmp.db, appsDir, stderrFile: `${tmp.dir}/enqueue.log`, env: { ROSTER_SYNCHRONOUS: sync } }
-    const enqueued = await runRoster(["enqueue", job, "--ndjson", "-", "--json"], { ...common, stdin: ndjson(n, (i) => ({ n: i })) })
-    const inserted = (JSON.parse(enqueued.stdout) as { inserted: number }).inserted
-    if (inserted !== n) throw new Error(`enqueue inserted ${inserted} of ${n}`)
+    const enqueued = await enqueueBulk(job, n, common)
     progress(`drain ${job} n=${n} ${sync} c=${workers}: enqueued in ${ms(enqueued.wallMs)} ms; starting worker`)
     const worker = await runRoster(["worker", "--concurrency", String(workers), "--exit-when-idle"], { ...common, stderrFile: `${tmp.dir}/worker.log` })
     const reader = openReader(tmp.db)

@@ -4,7 +4,8 @@
  * markdown report: machine facts, the disk's commit cost, each benchmark's table with
  * the load average around it, and the targets met or missed.
  *
- * Env: BENCH_ONLY (comma-separated subset of drain,enqueue,latency,backlog,schedules,profile,costs),
+ * Env: BENCH_ONLY (comma-separated subset of drain,enqueue,latency,backlog,schedules,profile,costs,
+ * or the optional soak, which takes minutes and runs only when named: `BENCH_ONLY=soak`),
  * BENCH_OUT (also write the report to this file); each benchmark's own size variables
  * (see its file) pass through, so `BENCH_N=2000 … npm run bench` is a quick run.
  */
@@ -14,6 +15,8 @@ import { join } from "node:path"
 import { checksMarkdown, loadNow, machineInfo, machineMarkdown, ms, percentiles, progress, root, type Section, sectionMarkdown, tempDb } from "./support.ts"
 
 const all = ["drain", "enqueue", "latency", "backlog", "schedules", "profile", "costs"] as const
+/** Benchmarks that run only when BENCH_ONLY names them. */
+const optional = ["soak"] as const
 const only = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(",").map((s) => s.trim()) : [...all]
 
 /** The disk's cost of a durable commit: 300 one-row and 100 fifty-row transactions at synchronous=FULL. */
@@ -100,7 +103,7 @@ const header = [
 process.stderr.write(`${header}\n\n`)
 
 const ran: Array<Ran> = []
-for (const name of all) if (only.includes(name)) ran.push(await runBench(name))
+for (const name of [...all, ...optional]) if (only.includes(name)) ran.push(await runBench(name))
 
 const body = ran.map((r) => {
   const status = r.exitCode === 0 ? "" : ` — **exited ${r.exitCode}; results incomplete**`

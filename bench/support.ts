@@ -153,6 +153,17 @@ export const runRoster = async (args: ReadonlyArray<string>, options: SpawnOptio
   return result
 }
 
+/**
+ * Bulk-enqueues `n` executions of `job` (payload `{ n: i }`) through the CLI,
+ * `roster enqueue <job> --ndjson - --json`; fails unless all `n` were inserted.
+ */
+export const enqueueBulk = async (job: string, n: number, options: SpawnOptions): Promise<ChildResult> => {
+  const result = await runRoster(["enqueue", job, "--ndjson", "-", "--json"], { ...options, stdin: ndjson(n, (i) => ({ n: i })) })
+  const inserted = (JSON.parse(result.stdout) as { inserted: number }).inserted
+  if (inserted !== n) throw new Error(`enqueue inserted ${inserted} of ${n}`)
+  return result
+}
+
 /** Waits until a file contains a string (e.g. a worker's "serving" log line). */
 export const waitForText = async (file: string, text: string, timeoutMs = 30_000): Promise<void> => {
   const deadline = Date.now() + timeoutMs
