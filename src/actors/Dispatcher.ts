@@ -49,10 +49,9 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
       const woke = yield* Queue.takeAll(mailbox).pipe(Effect.timeoutOption(deadline - now))
       now = yield* Clock.currentTimeMillis
       if (woke._tag === "None") break
-      const earliest = Math.min(...woke.value)
-      if (earliest <= now) break
-      nextDueAt = Math.min(nextDueAt, earliest)
-      if (nextDueAt <= now) break
+      // Keep the later due times of the batch too: a due-now wake beside them must not drop them.
+      for (const dueAt of woke.value) if (dueAt > now) nextDueAt = Math.min(nextDueAt, dueAt)
+      if (Math.min(...woke.value) <= now || nextDueAt <= now) break
     }
     if (nextDueAt <= now) nextDueAt = Infinity
   })
