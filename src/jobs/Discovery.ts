@@ -1,6 +1,8 @@
 /**
- * Finds apps on disk: `<appsDir>/<app>/jobs.ts` exports the app's Jobs and
- * `<appsDir>/<app>/schedules.ts` its Schedules. Apps are
+ * Finds apps: `<appsDir>/<app>/jobs.ts` exports the app's Jobs and
+ * `<appsDir>/<app>/schedules.ts` its Schedules. The modules are imported from disk, or,
+ * in a binary made by `roster build`, taken from the ones it imported statically
+ * ({@link EmbeddedApps}); either way they go through the same validation. Apps are
  * visited in name order so every process sees the same Registry. Discovery fails —
  * it never skips — on a jobs module that cannot be imported or exports no Job, or on
  * a Job whose app segment is not the folder it lives in.
@@ -19,6 +21,10 @@ export const appFolders = (appsDir: string): ReadonlyArray<string> =>
     ? readdirSync(appsDir).filter((name) => statSync(join(appsDir, name)).isDirectory()).sort()
     : []
 
+/** The apps under `appsDir` that have `fileName`, in name order, with that file's path. */
+export const appFilesOnDisk = (appsDir: string, fileName: AppFile): ReadonlyArray<{ readonly app: string; readonly file: string }> =>
+  appFolders(appsDir).map((app) => ({ app, file: join(appsDir, app, fileName) })).filter(({ file }) => existsSync(file))
+
 /** Imports a module of an app; a failed import is an InvalidDefinition naming the file. */
 export const importModule = (file: string) =>
   Effect.tryPromise({
@@ -27,23 +33,62 @@ export const importModule = (file: string) =>
       new InvalidDefinition({ file, message: `cannot load ${file}: ${cause instanceof Error ? cause.message : String(cause)}` })
   })
 
+/** A module's exports, as `import * as m` gives them. */
+export type ModuleExports = Readonly<Record<string, unknown>>
+
+/** The files discovery reads in each app folder. */
+export type AppFile = "jobs.ts" | "schedules.ts"
+
+/** One app's modules, imported ahead of time (a file the app does not have is absent). */
+export interface AppModules {
+  readonly app: string
+  readonly modules: Partial<Record<AppFile, ModuleExports>>
+}
+
+/**
+ * Apps a `roster build` binary carries: a compiled binary cannot resolve packages for
+ * modules it would import from disk, so its entry imports them statically and hands
+ * them over here. `appsDir` is the folder they were found in at build time (it names
+ * the files in messages).
+ */
+export interface EmbeddedApps {
+  readonly appsDir: string
+  readonly apps: ReadonlyArray<AppModules>
+}
+
+/** Where apps come from: a folder on disk, or modules a binary carries. */
+export type AppsSource = string | EmbeddedApps
+
+/** The `<app>/<fileName>` modules of a source, in app name order, each with its file path. */
+const modulesOf = (source: AppsSource, fileName: AppFile) =>
+  Effect.gen(function*() {
+    const found: Array<{ readonly app: string; readonly file: string; readonly exports: ModuleExports }> = []
+    if (typeof source !== "string") {
+      for (const { app, modules } of [...source.apps].sort((a, b) => (a.app < b.app ? -1 : a.app > b.app ? 1 : 0))) {
+        const exports = modules[fileName]
+        if (exports !== undefined) found.push({ app, file: join(source.appsDir, app, fileName), exports })
+      }
+      return found
+    }
+    for (const { app, file } of appFilesOnDisk(source, fileName)) found.push({ app, file, exports: yield* importModule(file) })
+    return found
+  })
+
 /**
  * Loads one kind of definition from every app: `<appsDir>/<app>/<fileName>` must export
  * at least one value the guard accepts, each belonging to that app.
  */
 const discover = <A extends { readonly id: string }>(options: {
-  readonly appsDir: string
-  readonly fileName: string
+  readonly source: AppsSource
+  readonly fileName: AppFile
   readonly noun: string
   readonly maker: string
   readonly guard: (u: unknown) => u is A
 }) =>
   Effect.gen(function*() {
     const found: Array<{ readonly value: A; readonly file: string }> = []
-    for (const app of appFolders(options.appsDir)) {
-      const file = join(options.appsDir, app, options.fileName)
-      if (!existsSync(file)) continue
-      const values = Object.values(yield* importModule(file)).filter(options.guard)
+    for (const { app, file, exports } of yield* modulesOf(options.source, options.fileName)) {
+      const values = Object.values(exports).filter(options.guard)
       if (values.length === 0) {
         return yield* new InvalidDefinition({ file, message: `${file} exports no ${options.noun} (export the values returned by ${options.maker})` })
       }
@@ -57,14 +102,14 @@ const discover = <A extends { readonly id: string }>(options: {
     return found
   })
 
-/** Loads every Job under `appsDir`. A missing folder is an error: a worker with no Jobs is a misconfiguration. */
-export const discoverJobs = (appsDir: string): Effect.Effect<Array<SourcedJob>, InvalidDefinition> =>
-  existsSync(appsDir)
-    ? Effect.map(discover({ appsDir, fileName: "jobs.ts", noun: "Job", maker: "Job.make", guard: isJob }), (found) =>
+/** Loads every Job of the apps. A missing folder is an error: a worker with no Jobs is a misconfiguration. */
+export const discoverJobs = (source: AppsSource): Effect.Effect<Array<SourcedJob>, InvalidDefinition> =>
+  typeof source !== "string" || existsSync(source)
+    ? Effect.map(discover({ source, fileName: "jobs.ts", noun: "Job", maker: "Job.make", guard: isJob }), (found) =>
       found.map(({ value, file }) => ({ job: value, file })))
-    : Effect.fail(new InvalidDefinition({ message: `apps folder ${appsDir} does not exist (set ROSTER_APPS_DIR or appsDir in roster.config.ts)` }))
+    : Effect.fail(new InvalidDefinition({ message: `apps folder ${source} does not exist (set ROSTER_APPS_DIR or appsDir in roster.config.ts)` }))
 
-/** Loads every Schedule under `appsDir` (apps without a schedules.ts have none). */
-export const discoverSchedules = (appsDir: string): Effect.Effect<Array<SourcedSchedule>, InvalidDefinition> =>
-  Effect.map(discover({ appsDir, fileName: "schedules.ts", noun: "Schedule", maker: "JobSchedule.make", guard: isJobSchedule }), (found) =>
+/** Loads every Schedule of the apps (apps without a schedules.ts have none). */
+export const discoverSchedules = (source: AppsSource): Effect.Effect<Array<SourcedSchedule>, InvalidDefinition> =>
+  Effect.map(discover({ source, fileName: "schedules.ts", noun: "Schedule", maker: "JobSchedule.make", guard: isJobSchedule }), (found) =>
     found.map(({ value, file }) => ({ schedule: value, file })))

@@ -110,6 +110,13 @@ export const withEnv = (config: RosterConfig): RosterConfig => {
 /** Resolved worker settings. */
 export const workerSettings = (config: RosterConfig): WorkerSettings => ({ ...defaultWorkerSettings, ...config.worker })
 
+/** Applies the environment to a config; a malformed ROSTER_* value is an InvalidDefinition. */
+export const applyEnv = (config: RosterConfig) =>
+  Effect.try({
+    try: () => withEnv(config),
+    catch: (cause) => new InvalidDefinition({ message: (cause as Error).message })
+  })
+
 /** Loads `roster.config.ts` from `cwd` if present, then applies the environment. */
 export const load = (cwd: string = process.cwd()) =>
   Effect.gen(function*() {
@@ -123,8 +130,5 @@ export const load = (cwd: string = process.cwd()) =>
       if (!mod.default) return yield* new InvalidDefinition({ file, message: `${file} must \`export default defineConfig({...})\`` })
       config = mod.default
     }
-    return yield* Effect.try({
-      try: () => withEnv(config),
-      catch: (cause) => new InvalidDefinition({ message: (cause as Error).message })
-    })
+    return yield* applyEnv(config)
   })

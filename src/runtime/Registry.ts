@@ -1,10 +1,11 @@
 /**
  * Builds a process's Registry from config: Jobs and Schedules given in code, or
- * discovered under the apps folder; queues from config; Roster's own Jobs added. Any
- * problem fails startup with one message naming the file and the id.
+ * discovered under the apps folder (or among the apps a `roster build` binary carries);
+ * queues from config; Roster's own Jobs added. Any problem fails startup with one
+ * message naming the file and the id.
  */
 import { Effect } from "effect"
-import { discoverJobs, discoverSchedules } from "../jobs/Discovery.ts"
+import { discoverJobs, discoverSchedules, type EmbeddedApps } from "../jobs/Discovery.ts"
 import { validateSchedules, type JobSchedule } from "../jobs/JobSchedule.ts"
 import { fromConfig } from "../jobs/QueueConfig.ts"
 import * as Registry from "../jobs/Registry.ts"
@@ -14,16 +15,17 @@ import { pruneJob } from "./Prune.ts"
 /** The apps folder a config points at. */
 export const appsDirOf = (config: RosterConfig): string => config.appsDir ?? "apps"
 
-/** Loads and validates the Registry for a config. */
-export const build = (config: RosterConfig) =>
+/** Loads and validates the Registry for a config; `embedded` apps, when given, replace the apps folder. */
+export const build = (config: RosterConfig, embedded?: EmbeddedApps) =>
   Effect.gen(function*() {
     const fromCode = config.jobs !== undefined
-    const jobs = fromCode ? config.jobs!.map((job) => ({ job })) : yield* discoverJobs(appsDirOf(config))
+    const source = embedded ?? appsDirOf(config)
+    const jobs = fromCode ? config.jobs!.map((job) => ({ job })) : yield* discoverJobs(source)
     const registry = Registry.make({ jobs: [...jobs, { job: pruneJob }], queues: fromConfig(config.queues) })
     if (Registry.isError(registry)) return yield* Effect.fail(registry)
     const schedules = fromCode
       ? (config.schedules ?? []).map((schedule: JobSchedule) => ({ schedule }))
-      : yield* discoverSchedules(appsDirOf(config))
+      : yield* discoverSchedules(source)
     const checked = validateSchedules({ schedules, jobs: registry.jobs })
     if (!Array.isArray(checked)) return yield* Effect.fail(checked as Exclude<typeof checked, ReadonlyArray<unknown>>)
     return { ...registry, schedules: checked } satisfies Registry.Registry

@@ -6,7 +6,8 @@ import { Effect } from "effect"
 import { Command, Flag } from "effect/cli"
 import { Store } from "../../store/Store.ts"
 import * as RegistryBuilder from "../../runtime/Registry.ts"
-import { loadConfig, storeLayer } from "../Environment.ts"
+import { Embedded } from "../Embedded.ts"
+import { loadConfig, loadRegistry, storeLayer } from "../Environment.ts"
 import { printJson, printLine } from "../Output.ts"
 
 /** The migrate command. */
@@ -24,15 +25,18 @@ export const check = Command.make(
   (flags) =>
     Effect.gen(function*() {
       const config = yield* loadConfig
-      const registry = yield* RegistryBuilder.build(config)
+      const registry = yield* loadRegistry(config)
+      const embedded = yield* Embedded
       const report = {
         ok: true,
-        appsDir: RegistryBuilder.appsDirOf(config),
+        appsDir: embedded?.apps.appsDir ?? RegistryBuilder.appsDirOf(config),
+        embedded: embedded !== undefined,
         queues: [...registry.queues.values()],
         jobs: [...registry.jobs.values()].map((j) => ({ id: j.id, queue: j.queue, file: registry.sources.get(j.id) ?? null })),
         schedules: registry.schedules.map((c) => ({ id: c.schedule.id, job: c.schedule.job, file: c.file ?? null }))
       }
       if (flags.json) return yield* printJson(report)
-      yield* printLine(`ok: ${report.jobs.length} job(s) on ${report.queues.length} queue(s), ${report.schedules.length} schedule(s) in ${report.appsDir}`)
+      const where = embedded ? `built into this binary from ${report.appsDir}` : `in ${report.appsDir}`
+      yield* printLine(`ok: ${report.jobs.length} job(s) on ${report.queues.length} queue(s), ${report.schedules.length} schedule(s) ${where}`)
     })
 ).pipe(Command.withDescription("Validate config and apps (Jobs, queues, Schedules and their payloads); exits non-zero on any problem"))
