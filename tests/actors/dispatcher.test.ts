@@ -23,7 +23,7 @@ describe("Dispatcher wake-ups", () => {
       const core = yield* Core
       // Written without a wake-up, as another process would; due in 500 ms.
       const row = yield* prepare(noop, {}, { runAt: 500 }, 0, 1 << 20)
-      const [{ id }] = (yield* store.executionsInsert([row])) as [{ id: string }]
+      const { id } = (yield* store.executionsInsert([row]))[0]!
       // Two wake-ups in one mailbox batch: something due now and this execution.
       yield* Effect.sync(() => {
         core.bus.notify("default", 0)

@@ -81,6 +81,7 @@ describe("reading schedules", () => {
     const list = await listJson(s)
     expect(list.map((x) => [x.id, x.source, x.job])).toEqual([
       ["demo/every-minute", "file", "demo/noop"],
+      ["demo/every-two-seconds", "file", "demo/noop"],
       ["demo/morning", "file", "demo/noop"],
       ["demo/per-second", "studio", "demo/noop"],
       ["roster/prune", "system", "roster/prune"]
@@ -247,11 +248,12 @@ export const beat = Job.make({ id: "app/beat", payload: Schema.Struct({ n: Schem
     const s = scratch()
     const r = await s.run(["check"])
     expect(r.code, r.stderr).toBe(0)
-    expect(r.stdout).toMatch(/^ok: \d+ job\(s\) on \d+ queue\(s\), 2 schedule\(s\) in /)
+    expect(r.stdout).toMatch(/^ok: \d+ job\(s\) on \d+ queue\(s\), 3 schedule\(s\) in /)
     const report = parseJsonOutput<{ ok: boolean; schedules: Array<{ id: string; job: string; file: string }> }>(await s.run(["check", "--json"]))
     expect(report.ok).toBe(true)
     expect(report.schedules).toEqual([
       { id: "demo/every-minute", job: "demo/noop", file: join(demoApps, "demo/schedules.ts") },
+      { id: "demo/every-two-seconds", job: "demo/noop", file: join(demoApps, "demo/schedules.ts") },
       { id: "demo/morning", job: "demo/noop", file: join(demoApps, "demo/schedules.ts") }
     ])
     // check touches no database.
