@@ -10,7 +10,7 @@ import type { Attempt, Execution, ExecutionState, Step } from "../store/Executio
 import type { CancelResult, ExecutionFilter, InsertResult } from "../store/Store.ts"
 import { Store, StoreError } from "../store/Store.ts"
 import { Core } from "./Core.ts"
-import { defaultMaxPayloadBytes, newId, prepare, type EnqueueOptions } from "./Enqueue.ts"
+import { defaultMaxPayloadBytes, prepare, prepareRetry, type EnqueueOptions } from "./Enqueue.ts"
 
 /** Errors an enqueue can fail with. */
 export type EnqueueError = InvalidPayload | PayloadTooLarge | NotJsonSafe | UnknownJob | StoreError
@@ -99,22 +99,7 @@ export const layer: Layer.Layer<Client, never, Core | Store> = Layer.effect(
             return yield* new InvalidTransition({ id, message: `execution ${id} is ${original.state}; only failed or cancelled executions can be retried` })
           }
           const now = yield* Clock.currentTimeMillis
-          const newExecutionId = newId(now)
-          const [result] = yield* core.recorder.insert([{
-            id: newExecutionId,
-            job: original.job,
-            queue: original.queue,
-            payload: JSON.stringify(original.payload),
-            priority: original.priority,
-            retry: original.retry,
-            timeoutMs: original.timeoutMs,
-            runAt: now,
-            now,
-            idempotencyKey: original.idempotencyKey === null ? null : `${original.idempotencyKey}:retry:${newExecutionId}`,
-            scheduleId: original.scheduleId,
-            fireAt: original.fireAt,
-            retryOf: original.id
-          }])
+          const [result] = yield* core.recorder.insert([prepareRetry(original, now)])
           if (!result) return yield* new StoreError({ message: "insert returned no row" })
           return result
         })

@@ -9,6 +9,7 @@ import { Effect } from "effect"
 import { failureMessage, jsonCodecOf } from "../jobs/JsonCodec.ts"
 import type { Job } from "../jobs/Job.ts"
 import { InvalidPayload, NotJsonSafe, PayloadTooLarge } from "../jobs/errors.ts"
+import type { Execution } from "../store/Execution.ts"
 import type { InsertRequest } from "../store/Store.ts"
 
 /** Options of one enqueue. */
@@ -70,6 +71,30 @@ export const prepare = (job: Job, payload: unknown, options: EnqueueOptions, now
       idempotencyKey: normaliseKey(options.idempotencyKey)
     }
   })
+
+/**
+ * The row of a manual retry: a new execution with the original's payload, job, queue,
+ * priority and policy, due now, linked to the original, and with a new idempotency key
+ * (derived from the original's) when it had one.
+ */
+export const prepareRetry = (original: Execution, now: number): InsertRequest => {
+  const id = newId(now)
+  return {
+    id,
+    job: original.job,
+    queue: original.queue,
+    payload: JSON.stringify(original.payload),
+    priority: original.priority,
+    retry: original.retry,
+    timeoutMs: original.timeoutMs,
+    runAt: now,
+    now,
+    idempotencyKey: original.idempotencyKey === null ? null : `${original.idempotencyKey}:retry:${id}`,
+    scheduleId: original.scheduleId,
+    fireAt: original.fireAt,
+    retryOf: original.id
+  }
+}
 
 /** A UUIDv7 whose time part is `now` (so ids sort by creation and follow the Clock). */
 export const newId = (now: number): string => Bun.randomUUIDv7("hex", now)

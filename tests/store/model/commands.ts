@@ -1,0 +1,372 @@
+/**
+ * The fast-check commands of the model-based Store tests. Each one does to the real
+ * store what a part of Roster does — the Client's enqueue, cancel and manual retry, a
+ * Dispatcher's claim, a WorkerPool's outcome, a LeaseKeeper's heartbeat, a Reaper's
+ * sweep, the prune Job — through the Store API only, checks the store's answer against
+ * the model, updates the model, and then checks every invariant (invariants.ts).
+ */
+import { expect } from "bun:test"
+import { Effect } from "effect"
+import fc from "fast-check"
+import { retryOrFail } from "../../../src/actors/WorkerPool.ts"
+import * as Failure from "../../../src/jobs/Failure.ts"
+import { defaultMaxPayloadBytes, prepare, prepareRetry } from "../../../src/runtime/Enqueue.ts"
+import type { ExecutionError } from "../../../src/store/Execution.ts"
+import type { Outcome, Store } from "../../../src/store/Store.ts"
+import { checkInvariants, fromModel, fromStore, type Real } from "./invariants.ts"
+import { jobs, queues, workers } from "./jobs.ts"
+import { claimOrder, type Fence, type Handle, leaseMs, type Model } from "./Model.ts"
+
+/** A step of a run: its own checks in `apply`, then the invariants. */
+abstract class Step implements fc.AsyncCommand<Model, Real> {
+  check(_m: Readonly<Model>): boolean {
+    return true
+  }
+  abstract apply(m: Model, r: Real): Promise<void>
+  abstract toString(): string
+  async run(m: Model, r: Real): Promise<void> {
+    await this.apply(m, r)
+    await checkInvariants(m, r)
+  }
+}
+
+/** One enqueue of a batch, as a caller asks for it. */
+interface EnqueueItem {
+  readonly job: string
+  readonly key: string | undefined
+  readonly delayMs: number
+  readonly priority: number | undefined
+  readonly n: number
+}
+
+/** The Client's enqueueMany: one insert of several rows; an existing (job, key) returns its execution. */
+class Enqueue extends Step {
+  constructor(readonly items: ReadonlyArray<EnqueueItem>) {
+    super()
+  }
+  async apply(m: Model, r: Real) {
+    const rows = this.items.map((i) =>
+      Effect.runSync(prepare(jobs.get(i.job)!, { n: i.n }, { idempotencyKey: i.key, delayMs: i.delayMs, priority: i.priority }, m.now, defaultMaxPayloadBytes)))
+    const results = await r.run((s) => s.executionsInsert(rows))
+    const expected = this.items.map((item, k) => {
+      const row = rows[k]!
+      const job = jobs.get(item.job)!
+      // Keys are trimmed; empty means none. In a batch, the first of one key wins.
+      const key = item.key?.trim() || null
+      expect(row.idempotencyKey).toBe(key)
+      const existing = key === null ? undefined : m.byKey(job.id, key)
+      if (existing) return { id: existing.id, inserted: false }
+      m.insert({
+        id: row.id,
+        job: job.id,
+        queue: job.queue,
+        priority: item.priority ?? job.priority,
+        maxAttempts: job.retry.snapshot.attempts,
+        idempotencyKey: key,
+        retryOf: null,
+        payload: { n: item.n },
+        runAt: m.now + item.delayMs
+      })
+      return { id: row.id, inserted: true }
+    })
+    expect(results).toEqual(expected)
+  }
+  toString() {
+    return `enqueue(${this.items.map((i) => `${i.job} n=${i.n} key=${JSON.stringify(i.key)} delay=${i.delayMs} prio=${i.priority}`).join("; ")})`
+  }
+}
+
+/** Time passes: leases run out, delayed and retried executions fall due. */
+class AdvanceTime extends Step {
+  constructor(readonly ms: number) {
+    super()
+  }
+  async apply(m: Model) {
+    m.now += this.ms
+  }
+  toString() {
+    return `advance(${this.ms})`
+  }
+}
+
+/** A Dispatcher's claim: the due, queued executions of its queue and jobs, in claim order, leased to it. */
+class Claim extends Step {
+  constructor(readonly workerId: string, readonly queue: string, readonly jobs: ReadonlyArray<string>, readonly limit: number) {
+    super()
+  }
+  async apply(m: Model, r: Real) {
+    const expected = m.expectedClaim(this)
+    const claimed = await r.run((s) => s.executionsClaim({ queue: this.queue, jobs: this.jobs, workerId: this.workerId, limit: this.limit, now: m.now, leaseMs }))
+    // The model held the store's state before this claim (checked after the last step).
+    for (const c of claimed) {
+      const before = m.executions.get(c.id)
+      const otherLiveLease = before?.leaseOwner != null && before.leaseOwner !== this.workerId && before.leaseExpiresAt! >= m.now
+      expect({ id: c.id, otherLiveLease }).toEqual({ id: c.id, otherLiveLease: false })
+      expect({ id: c.id, state: before?.state }).toEqual({ id: c.id, state: "queued" })
+    }
+    claimed.forEach((c, i) => i > 0 && expect(claimOrder(claimed[i - 1]!, c)).toBeLessThan(0))
+    expect(claimed.map((c) => c.id)).toEqual(expected.map((e) => e.id))
+    for (const e of expected) m.claim(e, this.workerId)
+    expect(claimed.map(fromStore)).toEqual(expected.map(fromModel))
+  }
+  toString() {
+    return `claim(${this.workerId}, ${this.queue}, [${this.jobs.join(",")}], limit=${this.limit})`
+  }
+}
+
+/** How a worker ends an attempt. */
+type Ending = "succeeded" | "transient" | "permanent" | "cancelled" | "released"
+/** How an outcome's fence is made wrong on purpose (a stale or foreign worker). */
+type Tamper = "none" | "owner" | "attempt"
+
+/** One outcome of a batch: on which claim, how it ended, and whether its fence is tampered with. */
+interface FinishItem {
+  readonly pick: number
+  readonly ending: Ending
+  readonly tamper: Tamper
+}
+
+const transientError: ExecutionError = { tag: "Boom", message: "boom", retryable: true, pretty: "Error: boom" }
+const permanentError: ExecutionError = { tag: "PermanentFailure", message: "no", retryable: false, pretty: "PermanentFailure: no" }
+
+const tampered = (h: Handle, tamper: Tamper): Fence =>
+  tamper === "owner"
+    ? { id: h.id, workerId: workers[(workers.indexOf(h.workerId as (typeof workers)[number]) + 1) % workers.length]!, attempt: h.attempt }
+    : { id: h.id, workerId: h.workerId, attempt: tamper === "attempt" ? h.attempt - 1 : h.attempt }
+
+/** The outcome a WorkerPool records for a handle (see WorkerPool.outcomeOf). */
+const outcomeOf = (h: Handle, fence: Fence, ending: Ending, now: number): Outcome => {
+  const base = { ...fence, now, startedAt: h.startedAt }
+  switch (ending) {
+    case "succeeded":
+      return { ...base, kind: "succeeded", result: JSON.stringify({ ok: h.attempt }) }
+    case "cancelled":
+      return { ...base, kind: "cancelled", error: Failure.cancelled }
+    case "released":
+      return { ...fence, now, kind: "released" }
+    default: {
+      const error = ending === "transient" ? transientError : permanentError
+      const job = jobs.get(h.job)!
+      const fate = retryOrFail(job, { attempt: fence.attempt, retry: job.retry.snapshot }, error, 0, now)
+      return fate.kind === "retry" ? { ...base, kind: "retry", runAt: fate.runAt, error } : { ...base, kind: "failed", error }
+    }
+  }
+}
+
+/** Applies an outcome that passed its fence to the model. */
+const applyOutcome = (m: Model, o: Outcome, expired: boolean, h?: Handle): void => {
+  const e = m.executions.get(o.id)!
+  if (o.kind === "retry" || o.kind === "failed") {
+    // Retry exactly when the error allows it and an attempt is left.
+    expect({ id: e.id, retried: o.kind === "retry" }).toEqual({ id: e.id, retried: o.error.retryable && e.attempt < e.maxAttempts })
+  }
+  switch (o.kind) {
+    case "succeeded":
+      return m.succeed(e, JSON.parse(o.result!))
+    case "retry":
+      return m.retry(e, o.runAt, o.error.tag, expired)
+    case "failed":
+      return m.fail(e, o.error.tag, expired)
+    case "cancelled":
+      return m.cancelRunning(e, o.error?.tag ?? null)
+    case "released":
+      return m.release(e, h!)
+  }
+}
+
+const snapshot = (s: Store["Service"], id: string) => Effect.all({ execution: s.executionsGet(id), attempts: s.attemptsList(id) })
+
+/**
+ * A Recorder's batch of outcomes (one per execution), live or stale: each applies
+ * exactly when the model says its fence holds; a fenced one returns false and changes nothing.
+ */
+class Finish extends Step {
+  constructor(readonly items: ReadonlyArray<FinishItem>) {
+    super()
+  }
+  override check(m: Readonly<Model>) {
+    return m.handles.length > 0
+  }
+  async apply(m: Model, r: Real) {
+    const seen = new Set<string>()
+    const plans = this.items.flatMap((item) => {
+      const h = m.handles[item.pick % m.handles.length]!
+      if (seen.has(h.id)) return []
+      seen.add(h.id)
+      const fence = tampered(h, item.tamper)
+      return [{ h, outcome: outcomeOf(h, fence, item.ending, m.now), applies: m.passesFence(fence) }]
+    })
+    const fenced = plans.filter((p) => !p.applies).map((p) => p.outcome.id)
+    const before = await r.run((s) => Effect.forEach(fenced, (id) => snapshot(s, id)))
+    const applied = await r.run((s) => s.executionsFinish(plans.map((p) => p.outcome)))
+    expect(plans.map((p, i) => ({ id: p.outcome.id, kind: p.outcome.kind, applied: applied[i] })))
+      .toEqual(plans.map((p) => ({ id: p.outcome.id, kind: p.outcome.kind, applied: p.applies })))
+    expect(await r.run((s) => Effect.forEach(fenced, (id) => snapshot(s, id)))).toEqual(before)
+    for (const p of plans) if (p.applies) applyOutcome(m, p.outcome, false, p.h)
+  }
+  toString() {
+    return `finish(${this.items.map((i) => `#${i.pick} ${i.ending}${i.tamper === "none" ? "" : ` tamper=${i.tamper}`}`).join("; ")})`
+  }
+}
+
+/** A LeaseKeeper's heartbeat: extends every lease the worker holds and reports cancel requests. */
+class Heartbeat extends Step {
+  constructor(readonly workerId: string) {
+    super()
+  }
+  async apply(m: Model, r: Real) {
+    const held = m.heldBy(this.workerId)
+    const expected = held.map((e) => ({ id: e.id, attempt: e.attempt, cancelRequested: e.cancelRequested }))
+    const result = await r.run((s) => s.executionsHeartbeat({ workerId: this.workerId, now: m.now, leaseMs }))
+    const sorted = <T extends { id: string }>(xs: ReadonlyArray<T>) => [...xs].sort((a, b) => (a.id < b.id ? -1 : 1))
+    expect(sorted(result.held)).toEqual(sorted(expected))
+    for (const e of held) e.leaseExpiresAt = m.now + leaseMs
+  }
+  toString() {
+    return `heartbeat(${this.workerId})`
+  }
+}
+
+/**
+ * A Reaper's sweep (see Reaper.sweep): up to `limit` running executions whose lease
+ * expired, soonest-expired first, each through retry-or-fail with `lease expired`,
+ * fenced on the dead lease.
+ */
+class Reap extends Step {
+  constructor(readonly limit: number) {
+    super()
+  }
+  async apply(m: Model, r: Real) {
+    const due = m.expired()
+    const found = await r.run((s) => s.executionsExpired({ now: m.now, limit: this.limit }))
+    expect(found.length).toBe(Math.min(this.limit, due.length))
+    const dueIds = new Set(due.map((e) => e.id))
+    for (const e of found) expect({ id: e.id, expired: dueIds.has(e.id) }).toEqual({ id: e.id, expired: true })
+    const last = found.at(-1)?.leaseExpiresAt ?? -Infinity
+    found.forEach((e, i) => i > 0 && expect(e.leaseExpiresAt!).toBeGreaterThanOrEqual(found[i - 1]!.leaseExpiresAt!))
+    const foundIds = new Set(found.map((e) => e.id))
+    for (const e of due) if (!foundIds.has(e.id)) expect(e.leaseExpiresAt!).toBeGreaterThanOrEqual(last)
+
+    const outcomes = found.filter((e) => e.leaseOwner !== null).map((e): Outcome => {
+      const fate = retryOrFail(jobs.get(e.job), e, Failure.leaseExpired, 0, m.now)
+      const base = { id: e.id, workerId: e.leaseOwner!, attempt: e.attempt, now: m.now, startedAt: e.startedAt ?? m.now, error: Failure.leaseExpired, expired: true }
+      return fate.kind === "retry" ? { ...base, kind: "retry", runAt: fate.runAt } : { ...base, kind: "failed" }
+    })
+    const applied = await r.run((s) => s.executionsFinish(outcomes))
+    expect(applied).toEqual(outcomes.map(() => true))
+    for (const o of outcomes) applyOutcome(m, o, true)
+  }
+  toString() {
+    return `reap(limit=${this.limit})`
+  }
+}
+
+/** The Client's cancel: a queued execution ends at once, a running one is asked to stop. */
+class Cancel extends Step {
+  constructor(readonly pick: number) {
+    super()
+  }
+  override check(m: Readonly<Model>) {
+    return m.everSeen.length > 0
+  }
+  async apply(m: Model, r: Real) {
+    const id = m.everSeen[this.pick % m.everSeen.length]!
+    const result = await r.run((s) => s.executionsCancel({ id, now: m.now }))
+    expect({ id, result }).toEqual({ id, result: m.cancel(id) })
+  }
+  toString() {
+    return `cancel(#${this.pick})`
+  }
+}
+
+/** The Client's manual retry: a failed or cancelled execution gets a new one, linked to it, with a derived key. */
+class ManualRetry extends Step {
+  constructor(readonly pick: number) {
+    super()
+  }
+  override check(m: Readonly<Model>) {
+    return m.everSeen.length > 0
+  }
+  async apply(m: Model, r: Real) {
+    const id = m.everSeen[this.pick % m.everSeen.length]!
+    const original = await r.run((s) => s.executionsGet(id))
+    // As the Client refuses: not found, or not failed/cancelled.
+    if (original === null || (original.state !== "failed" && original.state !== "cancelled")) return
+    const row = prepareRetry(original, m.now)
+    const results = await r.run((s) => s.executionsInsert([row]))
+    expect(results).toEqual([{ id: row.id, inserted: true }])
+    const known = m.executions.get(id)!
+    m.insert({
+      id: row.id,
+      job: known.job,
+      queue: known.queue,
+      priority: known.priority,
+      maxAttempts: known.maxAttempts,
+      idempotencyKey: known.idempotencyKey === null ? null : `${known.idempotencyKey}:retry:${row.id}`,
+      retryOf: id,
+      payload: known.payload,
+      runAt: m.now
+    })
+  }
+  toString() {
+    return `retry(#${this.pick})`
+  }
+}
+
+/** The prune Job: finished executions older than the cut-offs go, with their attempt rows, up to a limit. */
+class Prune extends Step {
+  constructor(readonly succeededAgo: number, readonly failedAgo: number, readonly limit: number) {
+    super()
+  }
+  async apply(m: Model, r: Real) {
+    const succeededBefore = m.now - this.succeededAgo
+    const failedBefore = m.now - this.failedAgo
+    const prunable = new Set(m.prunable(succeededBefore, failedBefore).map((e) => e.id))
+    const deleted = await r.run((s) => s.executionsPrune({ succeededBefore, failedBefore, limit: this.limit }))
+    expect(deleted).toBe(Math.min(this.limit, prunable.size))
+    // Which ones go under a limit is the store's choice; they must all be prunable.
+    const left = new Set((await r.run((s) => s.executionsList({ limit: 10_000 }))).map((e) => e.id))
+    const gone = [...m.executions.keys()].filter((id) => !left.has(id))
+    expect(gone.filter((id) => !prunable.has(id))).toEqual([])
+    expect(gone.length).toBe(deleted)
+    for (const id of gone) m.remove(id)
+  }
+  toString() {
+    return `prune(succeeded>${this.succeededAgo}ms, failed>${this.failedAgo}ms, limit=${this.limit})`
+  }
+}
+
+const jobIds = [...jobs.keys()]
+const worker = fc.constantFrom(...workers)
+const pick = fc.nat({ max: 1_000 })
+
+const enqueueItem: fc.Arbitrary<EnqueueItem> = fc.record({
+  job: fc.constantFrom(...jobIds),
+  key: fc.option(fc.constantFrom("a", " a", "a ", "\ta\n", "b", "b ", "", "   "), { nil: undefined, freq: 2 }),
+  delayMs: fc.constantFrom(0, 0, 1_000, 5_000, 20_000),
+  priority: fc.option(fc.integer({ min: -1, max: 2 }), { nil: undefined }),
+  n: fc.nat({ max: 99 })
+})
+
+const finishItem: fc.Arbitrary<FinishItem> = fc.record({
+  pick,
+  ending: fc.constantFrom<Ending>("succeeded", "succeeded", "transient", "transient", "permanent", "cancelled", "released"),
+  tamper: fc.constantFrom<Tamper>("none", "none", "none", "owner", "attempt")
+})
+
+const enqueue = fc.array(enqueueItem, { minLength: 1, maxLength: 3 }).map((items) => new Enqueue(items))
+const advance = fc.oneof(fc.constantFrom(1, 1_000, leaseMs, leaseMs + 1), fc.integer({ min: 1, max: 25_000 })).map((ms) => new AdvanceTime(ms))
+const claim = fc.tuple(worker, fc.constantFrom(...queues, "default"), fc.subarray(jobIds, { minLength: 1 }), fc.integer({ min: 1, max: 4 }))
+  .map(([w, q, js, limit]) => new Claim(w, q, js, limit))
+const finish = fc.array(finishItem, { minLength: 1, maxLength: 3 }).map((items) => new Finish(items))
+
+/** Every command; enqueues, time, claims and outcomes more often than the rest. */
+export const commandArbitraries: Array<fc.Arbitrary<Step>> = [
+  enqueue, enqueue, enqueue, advance, advance, claim, claim, claim, finish, finish, finish,
+  worker.map((w) => new Heartbeat(w)),
+  fc.integer({ min: 1, max: 5 }).map((limit) => new Reap(limit)),
+  pick.map((p) => new Cancel(p)),
+  pick.map((p) => new ManualRetry(p)),
+  fc.tuple(fc.constantFrom(0, 5_000, 60_000), fc.constantFrom(0, 5_000, 60_000), fc.constantFrom(1, 3, 100))
+    .map(([s, f, limit]) => new Prune(s, f, limit))
+]
