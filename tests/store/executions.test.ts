@@ -251,6 +251,30 @@ for (const driver of drivers) {
         expect((await withStore(f, (s) => s.executionsGet(r.id)))!.state).toBe("cancelled")
       })
 
+      test("an execution asked to cancel never runs again: a retry, a lease expiry or a release ends it cancelled", async () => {
+        const rows = [row(), row(), row()]
+        await withStore(f, (s) => s.executionsInsert(rows))
+        await withStore(f, (s) => s.executionsClaim(claim()))
+        for (const r of rows) await withStore(f, (s) => s.executionsCancel({ id: r.id, now: 2_000 }))
+        const error = { tag: "Boom", message: "boom", retryable: true, pretty: "boom" }
+        const fence = (i: number) => ({ id: rows[i]!.id, workerId: "w1", attempt: 1, now: 3_000 })
+        const applied = await withStore(f, (s) => s.executionsFinish([
+          { ...fence(0), kind: "retry", runAt: 9_000, error, startedAt: 1_000 },
+          { ...fence(1), kind: "retry", runAt: 9_000, error: { ...error, tag: "LeaseExpired" }, startedAt: 1_000, expired: true },
+          { ...fence(2), kind: "released" }
+        ]))
+        expect(applied).toEqual([true, true, true])
+        const after = await Promise.all(rows.map((r) => withStore(f, (s) => s.executionsGet(r.id))))
+        expect(after.map((e) => [e!.state, e!.attempt, e!.finishedAt, e!.error?.tag ?? null])).toEqual([
+          ["cancelled", 1, 3_000, "Boom"],
+          ["cancelled", 1, 3_000, "LeaseExpired"],
+          ["cancelled", 0, 3_000, null]
+        ])
+        const attempts = await Promise.all(rows.map((r) => withStore(f, (s) => s.attemptsList(r.id))))
+        expect(attempts.map((a) => a.map((x) => x.outcome))).toEqual([["cancelled"], ["lease_expired"], []])
+        expect(await withStore(f, (s) => s.executionsClaim(claim({ now: 10_000 })))).toEqual([])
+      })
+
       test("a finished execution is not changed and an unknown id is reported", async () => {
         const r = row()
         await withStore(f, (s) => s.executionsInsert([r]))

@@ -89,7 +89,11 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
        WHERE e.id = u.id AND e.lease_owner = u.worker AND e.attempt = u.attempt AND e.state = 'running'
       RETURNING e.id`
 
-  /** Every other outcome in one statement: the fenced update, its attempt row, and a wake-up for work back in the queue. */
+  /**
+   * Every other outcome in one statement: the fenced update, its attempt row, and a
+   * wake-up for work back in the queue. A retry or a release of an execution asked to
+   * cancel ends it cancelled instead: it never runs again.
+   */
   const finishOthers = (outcomes: ReadonlyArray<Exclude<Outcome, { kind: "succeeded" }>>) => {
     const error = (o: Outcome) => ("error" in o && o.error !== null ? JSON.stringify(o.error) : null)
     const attemptOutcome = (o: Outcome) =>
@@ -106,16 +110,17 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
           WITH ORDINALITY AS u(id, worker, attempt, kind, run_at, error, now, started_at, outcome, ord)
       ), done AS (
         UPDATE roster_executions AS e
-           SET state = CASE WHEN u.kind IN ('retry', 'released') THEN 'queued' ELSE u.kind END,
-               run_at = CASE WHEN u.kind = 'retry' THEN u.run_at ELSE e.run_at END,
+           SET state = CASE WHEN u.kind NOT IN ('retry', 'released') THEN u.kind WHEN e.cancel_requested THEN 'cancelled' ELSE 'queued' END,
+               run_at = CASE WHEN u.kind = 'retry' AND NOT e.cancel_requested THEN u.run_at ELSE e.run_at END,
                error = CASE WHEN u.kind = 'released' THEN e.error ELSE u.error END,
-               finished_at = CASE WHEN u.kind IN ('failed', 'cancelled') THEN u.now ELSE e.finished_at END,
+               finished_at = CASE WHEN u.kind IN ('failed', 'cancelled') OR e.cancel_requested THEN u.now ELSE e.finished_at END,
                attempt = CASE WHEN u.kind = 'released' THEN e.attempt - 1 ELSE e.attempt END,
                started_at = CASE WHEN u.kind = 'released' THEN NULL ELSE e.started_at END,
                lease_owner = NULL, lease_expires_at = NULL
           FROM u
          WHERE e.id = u.id AND e.lease_owner = u.worker AND e.attempt = u.attempt AND e.state = 'running'
-        RETURNING u.ord, e.id, e.queue, e.run_at, u.kind, u.worker, u.attempt, u.started_at, u.now, u.outcome, u.error
+        RETURNING u.ord, e.id, e.queue, e.run_at, e.state, u.kind, u.worker, u.attempt, u.started_at, u.now,
+                  CASE WHEN u.outcome = 'retrying' AND e.state = 'cancelled' THEN 'cancelled' ELSE u.outcome END AS outcome, u.error
       ), attempts AS (
         INSERT INTO roster_attempts (execution_id, attempt, worker, started_at, finished_at, outcome, error)
         SELECT id, attempt, worker, started_at, now, outcome, error FROM done WHERE kind <> 'released'
@@ -124,7 +129,7 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
               outcome = excluded.outcome, error = excluded.error
       ), woke AS (
         SELECT pg_notify('roster_wake', json_build_object('s', current_schema(), 'q', queue, 'at', MIN(run_at), 'o', ${origin}::text)::text)
-          FROM done WHERE kind IN ('retry', 'released') GROUP BY queue
+          FROM done WHERE state = 'queued' GROUP BY queue
       )
       SELECT ord, (SELECT COUNT(*) FROM woke) AS woke FROM done`
   }

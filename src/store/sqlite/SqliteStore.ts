@@ -107,9 +107,15 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
       WHERE e.id = j.value ->> 'id' AND e.lease_owner = j.value ->> 'w' AND e.attempt = j.value ->> 'a' AND e.state = 'running'
       RETURNING roster_executions.id AS id`
   )
-  const finishRetry = db.query(
-    `UPDATE roster_executions SET state = 'queued', run_at = ?, error = ?, lease_owner = NULL, lease_expires_at = NULL
-      WHERE id = ? AND lease_owner = ? AND attempt = ? AND state = 'running'`
+  // A retry or a release of an execution asked to cancel ends it cancelled: it never runs again.
+  const finishRetry = db.query<{ state: ExecutionState }, Array<string | number>>(
+    `UPDATE roster_executions
+        SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
+            run_at = CASE WHEN cancel_requested THEN run_at ELSE ?1 END,
+            finished_at = CASE WHEN cancel_requested THEN ?2 ELSE finished_at END,
+            error = ?3, lease_owner = NULL, lease_expires_at = NULL
+      WHERE id = ?4 AND lease_owner = ?5 AND attempt = ?6 AND state = 'running'
+      RETURNING state`
   )
   const finishFailed = db.query(
     `UPDATE roster_executions SET state = 'failed', error = ?, finished_at = ?, lease_owner = NULL, lease_expires_at = NULL
@@ -120,8 +126,11 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
       WHERE id = ? AND lease_owner = ? AND attempt = ? AND state = 'running'`
   )
   const finishReleased = db.query(
-    `UPDATE roster_executions SET state = 'queued', attempt = attempt - 1, started_at = NULL, lease_owner = NULL, lease_expires_at = NULL
-      WHERE id = ? AND lease_owner = ? AND attempt = ? AND state = 'running'`
+    `UPDATE roster_executions
+        SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
+            finished_at = CASE WHEN cancel_requested THEN ?1 ELSE finished_at END,
+            attempt = attempt - 1, started_at = NULL, lease_owner = NULL, lease_expires_at = NULL
+      WHERE id = ?2 AND lease_owner = ?3 AND attempt = ?4 AND state = 'running'`
   )
   const insertAttempt = db.query(
     `INSERT OR REPLACE INTO roster_attempts (execution_id, attempt, worker, started_at, finished_at, outcome, error)
@@ -210,8 +219,10 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
       case "succeeded":
         throw new Error("successes are applied in bulk")
       case "retry": {
-        if (finishRetry.run(o.runAt, JSON.stringify(o.error), ...fence).changes !== 1) return false
-        insertAttempt.run(o.id, o.attempt, o.workerId, o.startedAt, o.now, o.expired ? "lease_expired" : "retrying", JSON.stringify(o.error))
+        const row = finishRetry.get(o.runAt, o.now, JSON.stringify(o.error), ...fence)
+        if (row === null) return false
+        const outcome = o.expired ? "lease_expired" : row.state === "cancelled" ? "cancelled" : "retrying"
+        insertAttempt.run(o.id, o.attempt, o.workerId, o.startedAt, o.now, outcome, JSON.stringify(o.error))
         return true
       }
       case "failed": {
@@ -226,7 +237,7 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
         return true
       }
       case "released":
-        return finishReleased.run(...fence).changes === 1
+        return finishReleased.run(o.now, ...fence).changes === 1
     }
   }
   const finishMany = db.transaction((outcomes: ReadonlyArray<Outcome>): ReadonlyArray<boolean> => {

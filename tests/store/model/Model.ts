@@ -8,7 +8,9 @@
  *
  * States: queued → running → succeeded | failed | cancelled; a retry or a release goes
  * back to queued. A cancel request on a running execution is a flag it keeps until it
- * finishes.
+ * finishes; an attempt that would send it back to queued (a retry, a lease expiry, a
+ * release) ends it cancelled instead, so it never runs again (DESIGN §2: it "ends
+ * cancelled").
  */
 import type { AttemptOutcome, ExecutionState } from "../../../src/store/Execution.ts"
 
@@ -181,11 +183,17 @@ export class Model {
     e.leaseExpiresAt = null
   }
 
+  /** Back to queued for a later attempt — unless a cancel was requested: then it ends cancelled, never to run again. */
   retry(e: ModelExecution, runAt: number, errorTag: string, expired: boolean): void {
-    this.endAttempt(e, expired ? "lease_expired" : "retrying")
-    e.state = "queued"
-    e.runAt = runAt
+    this.endAttempt(e, expired ? "lease_expired" : e.cancelRequested ? "cancelled" : "retrying")
     e.errorTag = errorTag
+    if (e.cancelRequested) {
+      e.state = "cancelled"
+      e.finishedAt = this.now
+    } else {
+      e.state = "queued"
+      e.runAt = runAt
+    }
   }
 
   fail(e: ModelExecution, errorTag: string, expired: boolean): void {
@@ -202,9 +210,10 @@ export class Model {
     e.finishedAt = this.now
   }
 
-  /** A graceful shutdown's release: back to queued, the attempt not charged, no attempt row. */
+  /** A shutdown's release: back to queued (cancelled if a cancel was requested), the attempt not charged, no attempt row. */
   release(e: ModelExecution, handle: Handle): void {
-    e.state = "queued"
+    e.state = e.cancelRequested ? "cancelled" : "queued"
+    if (e.cancelRequested) e.finishedAt = this.now
     e.attempt--
     e.startedAt = null
     e.leaseOwner = null
