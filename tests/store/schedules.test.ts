@@ -112,6 +112,21 @@ for (const driver of drivers) describe(`schedule store (${driver.name})`, () => 
       expect((await run(schedules.schedulesGet("demo/hourly")))?.nextDueAt).toBe(due)
     })
 
+    test("prune trims schedule history due before the failed cut-off, up to the limit", async () => {
+      const { schedules, executions } = await fresh()
+      await run(schedules.schedulesUpsert({ schedule: spec("demo/hourly"), source: "studio", now: t0 }))
+      for (const k of [1, 2, 3, 4]) {
+        const due = t0 + k * hour
+        await run(schedules.schedulesRecordFire({ scheduleId: "demo/hourly", dueAt: due, now: due, outcome: "skipped", nextDueAt: due + hour }))
+      }
+      const dues = async () => (await run(schedules.schedulesHistory({ scheduleId: "demo/hourly", limit: 10 }))).map((h) => (h.dueAt - t0) / hour).sort()
+      const cut = { succeededBefore: t0 + 3.5 * hour, failedBefore: t0 + 3.5 * hour }
+      await run(executions.executionsPrune({ ...cut, limit: 1 }))
+      expect(await dues()).toHaveLength(3)
+      await run(executions.executionsPrune({ ...cut, limit: 100 }))
+      expect(await dues()).toEqual([4])
+    })
+
     test("a second record of the same (schedule, due) inserts nothing and says duplicate", async () => {
       const { schedules, executions } = await fresh()
       await run(schedules.schedulesUpsert({ schedule: spec("demo/hourly"), source: "studio", now: t0 }))
