@@ -88,11 +88,21 @@ const baseEnv = (): Record<string, string> => {
   return env
 }
 
-/** Spawns `bun src/cli/main.ts <args>` in `cwd`; output is collected as it comes. */
-export const spawnRoster = (args: ReadonlyArray<string>, options: { readonly cwd: string; readonly env: Readonly<Record<string, string>>; readonly stdin?: string | undefined }): RosterProcess => {
-  const proc = Bun.spawn([bunBinary, cliEntry, ...args], {
+/**
+ * Spawns `bun src/cli/main.ts <args>` in `cwd` (or `command <args>`, e.g. a built binary);
+ * output is collected as it comes. The environment is this process's minus ROSTER_*,
+ * plus `env` — or, with `onlyEnv`, exactly `env`.
+ */
+export const spawnRoster = (args: ReadonlyArray<string>, options: {
+  readonly cwd: string
+  readonly env: Readonly<Record<string, string>>
+  readonly stdin?: string | undefined
+  readonly command?: ReadonlyArray<string>
+  readonly onlyEnv?: boolean
+}): RosterProcess => {
+  const proc = Bun.spawn([...(options.command ?? [bunBinary, cliEntry]), ...args], {
     cwd: options.cwd,
-    env: { ...baseEnv(), ...options.env },
+    env: options.onlyEnv ? { ...options.env } : { ...baseEnv(), ...options.env },
     stdin: options.stdin === undefined ? "ignore" : new Blob([options.stdin]),
     stdout: "pipe",
     stderr: "pipe"

@@ -8,7 +8,7 @@
  */
 import { Clock, Effect, Option } from "effect"
 import { Command, Flag } from "effect/cli"
-import { existsSync, mkdirSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, renameSync, statSync, writeFileSync } from "node:fs"
 import { dirname, join, relative, resolve } from "node:path"
 import * as Config from "../../runtime/Config.ts"
 import * as RegistryBuilder from "../../runtime/Registry.ts"
@@ -64,7 +64,9 @@ export const build = Command.make(
       yield* Effect.try({
         try: () => {
           mkdirSync(entryDirOf(projectDir), { recursive: true })
-          writeFileSync(entry, entrySource(plan, entryDirOf(projectDir)))
+          // Written aside and renamed: a build running at the same time never compiles a half-written entry.
+          writeFileSync(`${entry}.${process.pid}`, entrySource(plan, entryDirOf(projectDir)))
+          renameSync(`${entry}.${process.pid}`, entry)
           mkdirSync(dirname(outfile), { recursive: true })
         },
         catch: (e) => new CliFailure(`cannot write the build entry: ${(e as Error).message}`)
