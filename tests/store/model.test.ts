@@ -5,9 +5,9 @@
  * driver side by side with an in-memory model (model/Model.ts). After every command the
  * store is read back and compared with the model (model/invariants.ts).
  *
- * Runs: ROSTER_MODEL_RUNS per driver on SQLite (default 40), a quarter of it on
- * PostgreSQL, each on a fresh store. fast-check prints the seed and the shrunk command
- * sequence of a failure.
+ * Runs: ROSTER_MODEL_RUNS on SQLite (default 40), a quarter of it on PostgreSQL, each
+ * on a fresh store (file or schema) with up to 100 commands. fast-check prints the seed
+ * and the shrunk command sequence of a failure; ROSTER_MODEL_SEED replays that seed.
  */
 import { describe, test } from "bun:test"
 import fc from "fast-check"
@@ -18,6 +18,9 @@ import { Model } from "./model/Model.ts"
 
 const sqliteRuns = Math.max(1, Number(process.env.ROSTER_MODEL_RUNS ?? 40) || 40)
 const runsOn = (driver: string) => (driver === "sqlite" ? sqliteRuns : Math.max(1, Math.ceil(sqliteRuns / 4)))
+/** ROSTER_MODEL_SEED replays the seed a failure printed. */
+const seed = process.env.ROSTER_MODEL_SEED === undefined ? undefined : Number(process.env.ROSTER_MODEL_SEED)
+if (seed !== undefined) console.log(`store model: seed ${seed}`)
 
 for (const driver of drivers) {
   describe(`store model (${driver.name})`, () => {
@@ -36,7 +39,7 @@ for (const driver of drivers) {
             await f.dispose()
           }
         }),
-        { numRuns: runsOn(driver.name) }
+        { numRuns: runsOn(driver.name), ...(seed === undefined ? {} : { seed }) }
       )
     }, 600_000)
   })
