@@ -20,6 +20,9 @@ import type { EnqueueOptions } from "./Enqueue.ts"
 import * as RegistryBuilder from "./Registry.ts"
 import * as Worker from "./Worker.ts"
 
+/** The Client service `Roster.layer` provides (also exported at the top level as `Client`). */
+export { Client }
+
 /** The database a config points at (default `roster.db`). */
 export const databaseOf = (config: RosterConfig): string => config.db ?? "roster.db"
 
