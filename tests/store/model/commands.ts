@@ -13,7 +13,7 @@ import * as Failure from "../../../src/jobs/Failure.ts"
 import { defaultMaxPayloadBytes, prepare, prepareRetry } from "../../../src/runtime/Enqueue.ts"
 import type { ExecutionError } from "../../../src/store/Execution.ts"
 import type { Outcome, Store } from "../../../src/store/Store.ts"
-import { checkInvariants, fromModel, fromStore, type Real } from "./invariants.ts"
+import { byId, checkInvariants, fromModel, fromStore, type Real } from "./invariants.ts"
 import { jobs, queues, workers } from "./jobs.ts"
 import { claimOrder, type Fence, type Handle, leaseMs, type Model } from "./Model.ts"
 
@@ -119,9 +119,10 @@ type Ending = "succeeded" | "transient" | "permanent" | "cancelled" | "released"
 /** How an outcome's fence is made wrong on purpose (a stale or foreign worker). */
 type Tamper = "none" | "owner" | "attempt"
 
-/** One outcome of a batch: on which claim, how it ended, and whether its fence is tampered with. */
+/** One outcome of a batch: on which claim (among the live ones, or any), how it ended, and whether its fence is tampered with. */
 interface FinishItem {
   readonly pick: number
+  readonly live: boolean
   readonly ending: Ending
   readonly tamper: Tamper
 }
@@ -189,8 +190,10 @@ class Finish extends Step {
   }
   async apply(m: Model, r: Real) {
     const seen = new Set<string>()
+    const live = m.handles.filter((h) => m.passesFence(h))
     const plans = this.items.flatMap((item) => {
-      const h = m.handles[item.pick % m.handles.length]!
+      const from = item.live && live.length > 0 ? live : m.handles
+      const h = from[item.pick % from.length]!
       if (seen.has(h.id)) return []
       seen.add(h.id)
       const fence = tampered(h, item.tamper)
@@ -205,7 +208,7 @@ class Finish extends Step {
     for (const p of plans) if (p.applies) applyOutcome(m, p.outcome, false, p.h)
   }
   toString() {
-    return `finish(${this.items.map((i) => `#${i.pick} ${i.ending}${i.tamper === "none" ? "" : ` tamper=${i.tamper}`}`).join("; ")})`
+    return `finish(${this.items.map((i) => `${i.live ? "live" : "any"}#${i.pick} ${i.ending}${i.tamper === "none" ? "" : ` tamper=${i.tamper}`}`).join("; ")})`
   }
 }
 
@@ -218,8 +221,7 @@ class Heartbeat extends Step {
     const held = m.heldBy(this.workerId)
     const expected = held.map((e) => ({ id: e.id, attempt: e.attempt, cancelRequested: e.cancelRequested }))
     const result = await r.run((s) => s.executionsHeartbeat({ workerId: this.workerId, now: m.now, leaseMs }))
-    const sorted = <T extends { id: string }>(xs: ReadonlyArray<T>) => [...xs].sort((a, b) => (a.id < b.id ? -1 : 1))
-    expect(sorted(result.held)).toEqual(sorted(expected))
+    expect(byId(result.held)).toEqual(byId(expected))
     for (const e of held) e.leaseExpiresAt = m.now + leaseMs
   }
   toString() {
@@ -261,16 +263,23 @@ class Reap extends Step {
   }
 }
 
-/** The Client's cancel: a queued execution ends at once, a running one is asked to stop. */
-class Cancel extends Step {
+/** A step on one execution picked among every one ever inserted (pruned ones too). */
+abstract class OnExecution extends Step {
   constructor(readonly pick: number) {
     super()
   }
   override check(m: Readonly<Model>) {
     return m.everSeen.length > 0
   }
+  protected idOf(m: Model): string {
+    return m.everSeen[this.pick % m.everSeen.length]!
+  }
+}
+
+/** The Client's cancel: a queued execution ends at once, a running one is asked to stop. */
+class Cancel extends OnExecution {
   async apply(m: Model, r: Real) {
-    const id = m.everSeen[this.pick % m.everSeen.length]!
+    const id = this.idOf(m)
     const result = await r.run((s) => s.executionsCancel({ id, now: m.now }))
     expect({ id, result }).toEqual({ id, result: m.cancel(id) })
   }
@@ -280,15 +289,9 @@ class Cancel extends Step {
 }
 
 /** The Client's manual retry: a failed or cancelled execution gets a new one, linked to it, with a derived key. */
-class ManualRetry extends Step {
-  constructor(readonly pick: number) {
-    super()
-  }
-  override check(m: Readonly<Model>) {
-    return m.everSeen.length > 0
-  }
+class ManualRetry extends OnExecution {
   async apply(m: Model, r: Real) {
-    const id = m.everSeen[this.pick % m.everSeen.length]!
+    const id = this.idOf(m)
     const original = await r.run((s) => s.executionsGet(id))
     // As the Client refuses: not found, or not failed/cancelled.
     if (original === null || (original.state !== "failed" && original.state !== "cancelled")) return
@@ -350,6 +353,7 @@ const enqueueItem: fc.Arbitrary<EnqueueItem> = fc.record({
 
 const finishItem: fc.Arbitrary<FinishItem> = fc.record({
   pick,
+  live: fc.constantFrom(true, true, false),
   ending: fc.constantFrom<Ending>("succeeded", "succeeded", "transient", "transient", "permanent", "cancelled", "released"),
   tamper: fc.constantFrom<Tamper>("none", "none", "none", "owner", "attempt")
 })

@@ -47,7 +47,8 @@ export const fromStore = (e: Execution) => ({
 /** The same fields from the model (its record is those fields and the attempt rows). */
 export const fromModel = ({ attempts: _, ...fields }: ModelExecution): ReturnType<typeof fromStore> => fields
 
-const byId = <T extends { readonly id: string }>(xs: ReadonlyArray<T>): Array<T> => [...xs].sort((a, b) => (a.id < b.id ? -1 : 1))
+/** Sorted by id, for comparing sets of executions. */
+export const byId = <T extends { readonly id: string }>(xs: ReadonlyArray<T>): Array<T> => [...xs].sort((a, b) => (a.id < b.id ? -1 : 1))
 
 /** Reads the whole store back and compares it with the model; throws on the first difference. */
 export const checkInvariants = async (m: Model, r: Real): Promise<void> => {
