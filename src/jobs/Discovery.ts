@@ -15,6 +15,12 @@ import { isJobSchedule, type SourcedSchedule } from "./JobSchedule.ts"
 import type { SourcedJob } from "./Registry.ts"
 import { InvalidDefinition } from "./errors.ts"
 
+/** A module's exports, as `import * as m` gives them. */
+export type ModuleExports = Readonly<Record<string, unknown>>
+
+/** The files discovery reads in each app folder. */
+export type AppFile = "jobs.ts" | "schedules.ts"
+
 /** The app folders under `appsDir`, in name order. */
 export const appFolders = (appsDir: string): ReadonlyArray<string> =>
   existsSync(appsDir)
@@ -32,12 +38,6 @@ export const importModule = (file: string) =>
     catch: (cause) =>
       new InvalidDefinition({ file, message: `cannot load ${file}: ${cause instanceof Error ? cause.message : String(cause)}` })
   })
-
-/** A module's exports, as `import * as m` gives them. */
-export type ModuleExports = Readonly<Record<string, unknown>>
-
-/** The files discovery reads in each app folder. */
-export type AppFile = "jobs.ts" | "schedules.ts"
 
 /** One app's modules, imported ahead of time (a file the app does not have is absent). */
 export interface AppModules {

@@ -53,13 +53,13 @@ describe("roster init", () => {
     expect(detail.logs.map((l) => l.message)).toContain("hello, you")
     // The config's db: roster.db in the project folder.
     expect(existsSync(join(project, "roster.db"))).toBe(true)
-  })
+  }, 60_000)
 
   test("writes into the working directory by default, with the app hello", async () => {
     expectOk(await roster(root, ["init"]))
     expect(readFileSync(join(root, "apps/hello/jobs.ts"), "utf8")).toContain('id: "hello/greet"')
     expect(readFileSync(join(root, "apps/hello/schedules.ts"), "utf8")).toContain('id: "hello/hourly-greeting"')
-  })
+  }, 60_000)
 
   test("refuses, writing nothing, when any of its files exists", async () => {
     mkdirSync(join(root, "apps/hello"), { recursive: true })
@@ -70,12 +70,12 @@ describe("roster init", () => {
     expect(readFileSync(join(root, "apps/hello/jobs.ts"), "utf8")).toBe("// mine\n")
     expect(existsSync(join(root, "roster.config.ts"))).toBe(false)
     expect(existsSync(join(root, "apps/hello/schedules.ts"))).toBe(false)
-  })
+  }, 60_000)
 
   test("an app name that is not kebab-case is a usage error", async () => {
     const r = await roster(root, ["init", "--app", "My_App"])
     expect(r.code).toBe(2)
     expect(r.stderr).toContain("must be kebab-case")
     expect(existsSync(join(root, "roster.config.ts"))).toBe(false)
-  })
+  }, 60_000)
 })

@@ -4,8 +4,9 @@
  * ALONE into an empty folder and run there with a minimal environment — PATH without
  * Bun or node_modules/.bin, no package.json, no node_modules, no roster.config.ts — as
  * a deployed binary would be: `check`, `enqueue`, a `worker --exit-when-idle` drain on a
- * fresh database, `executions count|show`, `dashboard`, `init`, and (when PostgreSQL is
- * configured) the same drain on PostgreSQL.
+ * fresh database, `executions count|show`, `dashboard`, `scheduler`, `init`, and (when
+ * PostgreSQL is configured) the same drain on PostgreSQL. Then a project made by
+ * `roster init` is built, to show its roster.config.ts travels inside its binary.
  *
  * The binary is built once for the file (`bun build --compile` takes about a second
  * here); every test uses its own database file in the one deploy folder.
@@ -101,7 +102,7 @@ describe("the demo binary, alone in an empty folder", () => {
     expect(report.jobs.find((j) => j.id === "demo/noop")?.file).toBe("examples/demo/apps/demo/jobs.ts")
     expect(report.schedules.map((s) => s.id)).toContain("demo/every-minute")
     expect((await runOk(["check"])).stdout).toContain("built into this binary from examples/demo/apps")
-  })
+  }, 60_000)
 
   test("enqueue and a worker drain demo jobs on a fresh SQLite database next to the binary", async () => {
     const env = { ROSTER_DB: join(deploy, "drain.db") }
@@ -111,7 +112,7 @@ describe("the demo binary, alone in an empty folder", () => {
     expect(detail.state).toBe("succeeded")
     expect(detail.result).toEqual({ n: 1 })
     expect(detail.logs.map((l) => l.message)).toContain("noop 1")
-  })
+  }, 60_000)
 
   test("the dashboard is served from the binary", async () => {
     const env = { ROSTER_DB: join(deploy, "dashboard.db") }
@@ -129,7 +130,22 @@ describe("the demo binary, alone in an empty folder", () => {
     expect(await executions.text()).toContain("demo/sleep")
     p.kill("SIGTERM")
     expect((await p.wait(30_000)).code).toBe(0)
-  })
+  }, 60_000)
+
+  test("the scheduler syncs the Schedules the binary carries", async () => {
+    const env = { ROSTER_DB: join(deploy, "scheduler.db") }
+    const p = spawnBinary(["scheduler"], { env })
+    const ids = await waitFor("the file schedules to be synced", async () => {
+      if (p.exited) throw new Error(`scheduler exited early:\n${tail(p.stderrSoFar())}`)
+      const r = await spawnBinary(["schedules", "list", "--json"], { env }).wait()
+      const rows = r.code === 0 ? parseJsonOutput<Array<{ id: string; source: string }>>(r) : []
+      const files = rows.filter((row) => row.source === "file").map((row) => row.id)
+      return files.length > 0 && files
+    }, { timeoutMs: 30_000, intervalMs: 200 })
+    expect(ids).toContain("demo/every-minute")
+    p.kill("SIGTERM")
+    expect((await p.wait(30_000)).code).toBe(0)
+  }, 60_000)
 
   test("init scaffolds a project beside the binary, which keeps using the apps and config it carries", async () => {
     const r = await runOk(["init"])
@@ -140,13 +156,13 @@ describe("the demo binary, alone in an empty folder", () => {
     expect(again.stderr.trim()).toBe("roster: roster init overwrites nothing, and roster.config.ts, apps/hello/jobs.ts, apps/hello/schedules.ts already exist")
     // The scaffolded roster.config.ts imports "roster", which cannot resolve here: the binary must not load it.
     expect((await runOk(["check"])).stdout).toContain("built into this binary from examples/demo/apps")
-  })
+  }, 60_000)
 
   test("a binary refuses to build another", async () => {
     const r = await spawnBinary(["build"]).wait()
     expect(r.code).toBe(1)
     expect(r.stderr).toContain("cannot build another")
-  })
+  }, 60_000)
 
   describe.skipIf(pg.skip)("on PostgreSQL", () => {
     test("the binary carries the PostgreSQL driver: the same drain on a fresh schema", async () => {
@@ -158,7 +174,7 @@ describe("the demo binary, alone in an empty folder", () => {
       } finally {
         await pgAdmin(base, `DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
       }
-    })
+    }, 60_000)
   })
 })
 
@@ -170,7 +186,7 @@ describe("roster build of a project made by roster init", () => {
     project = mkdtempSync(join(repoRoot, "tests/.tmp/binary-project-"))
     const r = await spawnRoster(["init", "--app", "shop"], { cwd: project, env: {} }).wait()
     expect(r.code, tail(r.stderr)).toBe(0)
-  })
+  }, 60_000)
   afterEach(() => {
     rmSync(project, { recursive: true, force: true })
   })
@@ -197,5 +213,5 @@ describe("roster build of a project made by roster init", () => {
     expect(r.code).toBe(1)
     expect(r.stderr.trim()).toBe("roster: apps/shop/jobs.ts exports no Job (export the values returned by Job.make)")
     expect(existsSync(out)).toBe(false)
-  })
+  }, 60_000)
 })
