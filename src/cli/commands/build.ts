@@ -77,8 +77,9 @@ export const build = Command.make(
       const elapsedMs = (yield* Clock.currentTimeMillis) - started
       const megabytes = statSync(outfile).size / 1024 / 1024
       const apps = [...new Set(plan.modules.map((m) => m.app))]
+      const shown = relative(projectDir, outfile).startsWith("..") ? outfile : relative(projectDir, outfile)
       yield* printLine(
-        `built ${relative(projectDir, outfile)} (${megabytes.toFixed(1)} MB) in ${(elapsedMs / 1000).toFixed(1)} s: ` +
+        `built ${shown} (${megabytes.toFixed(1)} MB) in ${(elapsedMs / 1000).toFixed(1)} s: ` +
           `${apps.length} app(s)${apps.length ? ` (${apps.join(", ")})` : ""}, ${registry.jobs.size} job(s), ${registry.schedules.length} schedule(s)` +
           `${target ? `, target ${target}` : ""}`
       )
