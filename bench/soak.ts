@@ -179,6 +179,7 @@ const rssSection = (r: SoakRun): Section => {
       mb(s.rssMb),
       prev ? rate((done(s) - done(prev)) / dt) : "",
       prev ? `${Math.round(((s.cpuMs - prev.cpuMs) / (dt * 1000)) * 100)}%` : "",
+      prev ? rate(((done(s) - done(prev)) / (s.cpuMs - prev.cpuMs)) * 1000) : "",
       s.load1.toFixed(2)
     ])
     prev = s
@@ -192,13 +193,13 @@ const rssSection = (r: SoakRun): Section => {
   const growth = perJob * 100_000
   return {
     title: `Soak: RSS of one worker over ${count(r.n)} × ${job} (concurrency ${concurrency}, sampled every second)`,
-    headers: ["progress", "t (s)", "done", "queued", "worker RSS", "jobs/s since previous row", "worker CPU since previous row", "load (1 min)"],
+    headers: ["progress", "t (s)", "done", "queued", "worker RSS", "jobs/s since previous row", "worker CPU since previous row", "jobs per worker CPU-second", "load (1 min)"],
     rows,
     notes: [
       `after warm-up (the first ${Math.round(warmupFraction * 100)}% = ${count(Math.round(warmAt))} jobs; ${warm.length} samples): RSS median ${mb(median(rss))}, min ${mb(Math.min(...rss))}, max ${mb(Math.max(...rss))}; slope ${growth.toFixed(2)} MiB per 100k jobs (least squares over those samples, ≈ ${(perJob * 2 ** 20).toFixed(1)} bytes/job)`,
       `whole run: ${r.samples.length} samples, ${(r.wallMs / 1000).toFixed(0)} s wall, peak RSS ${mb(r.peakRssMb)} (getrusage), ${count(r.drained)} succeeded, db + wal ${mb(r.dbMb)} at the end; bulk enqueue ${ms(r.enqueueMs)} ms`,
       `load average (1 min) during the run: min ${Math.min(...loads).toFixed(2)}, median ${median(loads).toFixed(2)}, max ${Math.max(...loads).toFixed(2)} on ${navigator.hardwareConcurrency} cores`,
-      "done = N − queued (executions claimed but not yet recorded, ≤ a claim batch, count as done); worker CPU = user + system time / wall time over the row's interval (100% = one core)."
+      "done = N − queued (executions claimed but not yet recorded, ≤ a claim batch, count as done); worker CPU = user + system time / wall time over the row's interval (100% = one core); jobs per worker CPU-second is the drain with the share of the CPU the machine gave the worker taken out."
     ],
     // A slope through fewer than 10 one-second samples says nothing about a trend.
     checks: warm.length < 10 ? [] : [{
@@ -241,7 +242,7 @@ const drainSection = (big: SoakRun, fresh: SoakRun | undefined): Section => {
     notes: [
       "rate over a window of completions = completions / (last finishedAt − first startedAt, or the previous completion's finishedAt), from the store.",
       ...(ratios.length > 0 ? [`ratios: ${ratios.join("; ")}.`] : []),
-      `the fresh run's worker: peak RSS ${fresh ? mb(fresh.peakRssMb) : "n/a"}; load average (1 min) ${fresh ? fresh.samples.map((s) => s.load1.toFixed(2)).join(" → ") : "n/a"}.`
+      `the fresh run's worker: peak RSS ${fresh ? mb(fresh.peakRssMb) : "n/a"}; load average (1 min) ${fresh ? `${fresh.samples[0]?.load1.toFixed(2)} → ${fresh.samples[fresh.samples.length - 1]?.load1.toFixed(2)}` : "n/a"}.`
     ],
     checks
   }
