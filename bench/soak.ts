@@ -196,7 +196,7 @@ const rssSection = (r: SoakRun): Section => {
     headers: ["progress", "t (s)", "done", "queued", "worker RSS", "jobs/s since previous row", "worker CPU since previous row", "jobs per worker CPU-second", "load (1 min)"],
     rows,
     notes: [
-      `after warm-up (the first ${Math.round(warmupFraction * 100)}% = ${count(Math.round(warmAt))} jobs; ${warm.length} samples): RSS median ${mb(median(rss))}, min ${mb(Math.min(...rss))}, max ${mb(Math.max(...rss))}; slope ${growth.toFixed(2)} MiB per 100k jobs (least squares over those samples, ≈ ${(perJob * 2 ** 20).toFixed(1)} bytes/job)`,
+      `after warm-up (the first ${Math.round(warmupFraction * 100)}% = ${count(Math.round(warmAt))} jobs; ${warm.length} samples): RSS median ${mb(median(rss))}, min ${mb(Math.min(...rss))}, max ${mb(Math.max(...rss))}; slope ${growth.toFixed(2)} MiB per 100k jobs (least squares over those samples, ≈ ${(perJob * 2 ** 20).toFixed(1)} bytes/job${warm.length < 10 ? "; too few samples for a trend" : ""})`,
       `whole run: ${r.samples.length} samples, ${(r.wallMs / 1000).toFixed(0)} s wall, peak RSS ${mb(r.peakRssMb)} (getrusage), ${count(r.drained)} succeeded, db + wal ${mb(r.dbMb)} at the end; bulk enqueue ${ms(r.enqueueMs)} ms`,
       `load average (1 min) during the run: min ${Math.min(...loads).toFixed(2)}, median ${median(loads).toFixed(2)}, max ${Math.max(...loads).toFixed(2)} on ${navigator.hardwareConcurrency} cores`,
       "done = N − queued (executions claimed but not yet recorded, ≤ a claim batch, count as done); worker CPU = user + system time / wall time over the row's interval (100% = one core); jobs per worker CPU-second is the drain with the share of the CPU the machine gave the worker taken out."
