@@ -5,7 +5,7 @@
  * Promise API. It shows Jobs succeeding, a transient failure retried until it
  * succeeds, a permanent failure kept with its error, and a Schedule
  * (`demo/every-two-seconds`) firing; then it stops both processes with SIGTERM, prints
- * what was recorded and exits 0 (non-zero if anything did not happen). About 10 s.
+ * what was recorded and exits 0 (non-zero if anything did not happen). About 6 s.
  */
 import { mkdirSync, rmSync } from "node:fs"
 import { join, relative } from "node:path"
