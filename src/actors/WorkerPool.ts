@@ -39,6 +39,8 @@ export interface WorkerPool {
   readonly interrupt: (id: string, reason: InterruptReason) => Effect.Effect<void>
   /** Ids of executions whose handler is running (not yet recording). */
   readonly running: () => ReadonlyArray<string>
+  /** Ids of every execution in flight: running, or with its outcome on its way to the store. */
+  readonly inFlight: () => ReadonlyArray<string>
   readonly size: Effect.Effect<number>
   readonly awaitEmpty: Effect.Effect<void>
 }
@@ -184,6 +186,7 @@ export const make = Effect.fnUntraced(function*(options: {
         return Fiber.interrupt(slot.fiber)
       }),
     running: () => [...slots.entries()].filter(([, s]) => !s.recording).map(([id]) => id),
+    inFlight: () => [...slots.keys()],
     size: FiberSet.size(fibers),
     awaitEmpty: FiberSet.awaitEmpty(fibers)
   }

@@ -7,8 +7,12 @@
  * releasing its Layer): stop claiming, let in-flight handlers finish within the grace
  * period, then interrupt the rest and release their leases (back to queued, the attempt
  * not charged). The Recorder outlives the worker, so every outcome is written.
+ *
+ * A store failure no restart can fix (a corrupt database file) stops the actor that met
+ * it and fails the handle's `broken`, so `roster worker` exits 1 instead of retrying
+ * forever; a full disk or a lock timeout is retried under supervision.
  */
-import { Clock, Effect, Fiber, Layer } from "effect"
+import { Cause, Clock, Deferred, Effect, Fiber, Layer } from "effect"
 import { hostname } from "node:os"
 import * as ChangeWatcher from "../actors/ChangeWatcher.ts"
 import * as Dispatcher from "../actors/Dispatcher.ts"
@@ -19,7 +23,7 @@ import * as WorkerPool from "../actors/WorkerPool.ts"
 import { supervise } from "../actors/supervise.ts"
 import { InvalidDefinition } from "../jobs/errors.ts"
 import type { QueueConfig } from "../jobs/QueueConfig.ts"
-import { Store } from "../store/Store.ts"
+import { isPermanentStoreError, Store } from "../store/Store.ts"
 import { workerSettings, type WorkerSettings } from "./Config.ts"
 import { Core } from "./Core.ts"
 
@@ -41,6 +45,14 @@ export interface WorkerHandle {
   readonly queues: ReadonlyArray<QueueConfig>
   /** Stops claiming, waits up to the grace period, then releases what is still running. */
   readonly shutdown: Effect.Effect<void>
+  /** Fails once an actor met a failure no restart can fix (a corrupt database); never succeeds. */
+  readonly broken: Effect.Effect<never, unknown>
+}
+
+/** A store failure that no restart of an actor can fix. */
+const permanent = (cause: Cause.Cause<unknown>): boolean => {
+  const failure = Cause.findErrorOption(cause)
+  return failure._tag === "Some" && isPermanentStoreError(failure.value)
 }
 
 /** A default worker id: host, pid and a random suffix. */
@@ -61,6 +73,12 @@ export const start = Effect.fnUntraced(function*(options: WorkerOptions = {}) {
   }
   const logSink = yield* LogSink.make({ capacity: settings.logCapacity, flushMs: settings.logFlushMs })
   const pool = yield* WorkerPool.make({ registry: core.registry, recorder: core.recorder, workerId, logSink })
+  const broken = yield* Deferred.make<never, unknown>()
+  /** Forks an actor under supervision; a permanent store failure stops it and breaks the worker. */
+  const run = <E>(name: string, loop: Effect.Effect<void, E>) =>
+    Effect.forkScoped(supervise(name, loop, { fatal: permanent }).pipe(
+      Effect.catchCause((cause) => (Cause.hasInterruptsOnly(cause) ? Effect.interrupt : Effect.asVoid(Deferred.failCause(broken, cause))))
+    ))
   const dispatchers: Array<Fiber.Fiber<void>> = []
   const wakes: Array<(at: number) => void> = []
   for (const queue of queues) {
@@ -68,15 +86,15 @@ export const start = Effect.fnUntraced(function*(options: WorkerOptions = {}) {
     if (jobs.length === 0) continue
     const d = yield* Dispatcher.make({ queue, jobs, workerId, pool, bus: core.bus, ...settings })
     wakes.push(d.wake)
-    dispatchers.push(yield* Effect.forkScoped(supervise(`Dispatcher(${queue.name})`, d.loop)))
+    dispatchers.push(yield* run(`Dispatcher(${queue.name})`, d.loop))
   }
   const background = [
-    yield* Effect.forkScoped(supervise("LeaseKeeper", LeaseKeeper.loop({ workerId, pool, ...settings }).pipe(Effect.provideService(Store, store)))),
-    yield* Effect.forkScoped(supervise("Reaper", Reaper.loop({ registry: core.registry, recorder: core.recorder, intervalMs: settings.reapMs }).pipe(Effect.provideService(Store, store))))
+    yield* run("LeaseKeeper", LeaseKeeper.loop({ workerId, pool, ...settings }).pipe(Effect.provideService(Store, store))),
+    yield* run("Reaper", Reaper.loop({ registry: core.registry, recorder: core.recorder, intervalMs: settings.reapMs }).pipe(Effect.provideService(Store, store)))
   ]
   if (settings.watchMs > 0) {
     const wakeAll = (now: number) => wakes.forEach((w) => w(now))
-    background.push(yield* Effect.forkScoped(supervise("ChangeWatcher", ChangeWatcher.loop({ intervalMs: settings.watchMs, wake: wakeAll, bus: core.bus }).pipe(Effect.provideService(Store, store)))))
+    background.push(yield* run("ChangeWatcher", ChangeWatcher.loop({ intervalMs: settings.watchMs, wake: wakeAll, bus: core.bus }).pipe(Effect.provideService(Store, store))))
   }
 
   let stopped = false
@@ -102,7 +120,7 @@ export const start = Effect.fnUntraced(function*(options: WorkerOptions = {}) {
   yield* Effect.addFinalizer(() => shutdown)
 
   yield* Effect.logInfo(`worker ${workerId} serving ${queues.map((q) => `${q.name}×${q.concurrency}`).join(", ")}`)
-  return { workerId, pool, queues, shutdown } satisfies WorkerHandle
+  return { workerId, pool, queues, shutdown, broken: Deferred.await(broken) } satisfies WorkerHandle
 })
 
 /** The worker as a Layer: runs for as long as the layer's scope is open. */

@@ -11,11 +11,23 @@ import { Context, Data, type Effect } from "effect"
 import type { RetrySnapshot } from "../jobs/RetryPolicy.ts"
 import type { Attempt, Execution, ExecutionError, ExecutionState, LogDrops, LogLine, Step } from "./Execution.ts"
 
+/**
+ * Why a store failed, when the driver can tell: `corrupt` (not a database, or a damaged
+ * file: retrying cannot help), `read-only`, `disk-full`, or `schema-too-new` (migrated by
+ * a newer Roster).
+ */
+export type StoreErrorReason = "corrupt" | "read-only" | "disk-full" | "schema-too-new"
+
 /** A failure of the store itself (I/O, lock timeout, corrupt file). Mapped once, at the store boundary. */
 export class StoreError extends Data.TaggedError("StoreError")<{
   readonly message: string
   readonly cause?: unknown
+  readonly reason?: StoreErrorReason | undefined
 }> {}
+
+/** Whether a failure is a StoreError that no retry can fix (a corrupt file, a newer schema). */
+export const isPermanentStoreError = (e: unknown): boolean =>
+  e instanceof StoreError && (e.reason === "corrupt" || e.reason === "schema-too-new")
 
 /** One execution to insert. */
 export interface InsertRequest {
@@ -125,8 +137,13 @@ export class Store extends Context.Service<Store, {
   readonly executionsClaim: (req: ClaimRequest) => Effect.Effect<ReadonlyArray<Execution>, StoreError>
   /** Applies outcomes in one transaction; returns, for each, whether it was applied (false: lease lost). */
   readonly executionsFinish: (outcomes: ReadonlyArray<Outcome>) => Effect.Effect<ReadonlyArray<boolean>, StoreError>
-  /** Extends every lease the worker holds; reports which it still holds and which were asked to cancel. */
-  readonly executionsHeartbeat: (req: { readonly workerId: string; readonly now: number; readonly leaseMs: number }) => Effect.Effect<HeartbeatResult, StoreError>
+  /**
+   * Extends the worker's leases on `ids` — the executions it still has in flight — or,
+   * without `ids`, every lease it holds; reports which it still holds and which were
+   * asked to cancel. Naming the ids lets a lease the worker no longer tracks (its
+   * outcome could not be written) expire, so the execution is retried.
+   */
+  readonly executionsHeartbeat: (req: { readonly workerId: string; readonly now: number; readonly leaseMs: number; readonly ids?: ReadonlyArray<string> | undefined }) => Effect.Effect<HeartbeatResult, StoreError>
   /** Running executions whose lease expired before `now`. */
   readonly executionsExpired: (req: { readonly now: number; readonly limit: number }) => Effect.Effect<ReadonlyArray<Execution>, StoreError>
   /**

@@ -3,7 +3,7 @@
  * logged; an interrupt stops it; a normal return ends it.
  */
 import { describe, expect, test } from "bun:test"
-import { Effect, Fiber, Layer, References } from "effect"
+import { Cause, Effect, Fiber, Layer, Option, References } from "effect"
 import { TestClock } from "effect/testing"
 import { supervise } from "../../src/actors/supervise.ts"
 
@@ -44,6 +44,20 @@ describe("supervise", () => {
       return n
     }))
     expect(runs).toBe(2)
+  })
+
+  test("a failure the owner marks fatal stops the actor, unrestarted, failing with it", async () => {
+    const result = await run(Effect.gen(function*() {
+      let runs = 0
+      const restarts: Array<number> = []
+      const actor = Effect.suspend(() => (++runs === 1 ? Effect.fail("transient") : Effect.fail("corrupt")))
+      const errorOf = (c: Cause.Cause<unknown>) => Option.getOrUndefined(Cause.findErrorOption(c))
+      const fiber = yield* Effect.forkChild(supervise("Doomed", actor, { fatal: (c) => errorOf(c) === "corrupt", onRestart: (n) => restarts.push(n) }))
+      yield* TestClock.adjust(1_000)
+      const exit = yield* Fiber.await(fiber)
+      return { runs, restarts, failedWith: exit._tag === "Failure" ? errorOf(exit.cause) : undefined }
+    }))
+    expect(result).toEqual({ runs: 2, restarts: [1], failedWith: "corrupt" })
   })
 
   test("an interrupt stops the actor without a restart", async () => {

@@ -223,6 +223,15 @@ for (const driver of drivers) {
         expect(e!.leaseExpiresAt).toBe(32_000)
       })
 
+      test("a heartbeat naming its in-flight ids extends only those; the worker's other leases run out", async () => {
+        await withStore(f, (s) => s.executionsInsert([row(), row()]))
+        const [kept, dropped] = await withStore(f, (s) => s.executionsClaim(claim({ workerId: "w1", limit: 2, now: 1_000, leaseMs: 1_000 })))
+        const hb = await withStore(f, (s) => s.executionsHeartbeat({ workerId: "w1", now: 1_500, leaseMs: 1_000, ids: [kept!.id] }))
+        expect(hb.held.map((h) => h.id)).toEqual([kept!.id])
+        const expired = await withStore(f, (s) => s.executionsExpired({ now: 2_100, limit: 10 }))
+        expect(expired.map((e) => e.id)).toEqual([dropped!.id])
+      })
+
       test("only leases that expired before now are reported as expired", async () => {
         await withStore(f, (s) => s.executionsInsert([row(), row()]))
         await withStore(f, (s) => s.executionsClaim(claim({ workerId: "w1", limit: 1, now: 1_000, leaseMs: 1_000 })))

@@ -22,9 +22,9 @@ export const dev = Command.make(
   (flags) =>
     Effect.scoped(
       Effect.gen(function*() {
-        yield* Worker.start({ concurrency: Option.getOrUndefined(flags.concurrency) })
+        const worker = yield* Worker.start({ concurrency: Option.getOrUndefined(flags.concurrency) })
         yield* SchedulerRuntime.start()
-        yield* Effect.never
+        yield* worker.broken
       })
     ).pipe(Effect.provide(runtimeLayer))
 ).pipe(Command.withDescription("Development: a scheduler and a worker in one process"))

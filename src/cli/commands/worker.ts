@@ -1,7 +1,8 @@
 /**
  * `roster worker`: claims and runs executions until SIGTERM/SIGINT (graceful: stop
  * claiming, let in-flight handlers finish within the grace period, release the rest),
- * or, with `--exit-when-idle`, until no due work is left.
+ * or, with `--exit-when-idle`, until no due work is left; exits 1 when the database
+ * cannot be used (a corrupt file).
  */
 import { Clock, Effect, Option } from "effect"
 import { Command, Flag } from "effect/cli"
@@ -49,10 +50,10 @@ export const worker = Command.make(
         if (Option.isSome(flags.metricsPort)) yield* MetricsExporter.serve({ port: flags.metricsPort.value })
         const handle = yield* Worker.start({ queues: flags.queue, concurrency: Option.getOrUndefined(flags.concurrency) })
         if (flags.exitWhenIdle) {
-          yield* untilIdle(handle)
+          yield* Effect.raceFirst(untilIdle(handle), handle.broken)
           yield* Effect.logInfo("no due work left; exiting")
         } else {
-          yield* Effect.never
+          yield* handle.broken
         }
       })
     ).pipe(Effect.provide(runtimeLayer))

@@ -261,7 +261,8 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
         Effect.andThen(inDoubt.settleOutcomes, relaxed<{ id: string; attempt: number; cancel_requested: boolean }>`
           UPDATE roster_executions SET lease_expires_at = ${req.now + req.leaseMs}
            WHERE id IN (
-             SELECT id FROM roster_executions WHERE lease_owner = ${req.workerId} AND state = 'running' ORDER BY id FOR UPDATE)
+             SELECT id FROM roster_executions WHERE lease_owner = ${req.workerId} AND state = 'running'
+               ${req.ids === undefined ? relaxed`` : relaxed`AND id = ANY(${textArray(req.ids)}::text[])`} ORDER BY id FOR UPDATE)
              AND lease_owner = ${req.workerId} AND state = 'running'
           RETURNING id, attempt, cancel_requested`),
         (rows) => ({ held: rows.map((r) => ({ id: r.id, attempt: r.attempt, cancelRequested: r.cancel_requested })) })
@@ -385,7 +386,7 @@ export const acquireClient = (options: PostgresOptions, scope: Scope.Scope) =>
     const now = yield* Clock.currentTimeMillis
     yield* operation(options.reconnectWindowMs ?? defaultReconnectWindowMs)(
       `prepare database ${redactUrl(options.url)}`,
-      applyMigrations(client, { schema: options.schema, now })
+      applyMigrations(client, { schema: options.schema, now, database: redactUrl(options.url) })
     )
     return client
   })

@@ -18,6 +18,7 @@ import { Cause, Clock, Effect, Redacted, Scope } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import type { SqlClient } from "effect/sql/SqlClient"
 import { SqlError } from "effect/sql/SqlError"
+import { schemaTooNew } from "../SchemaVersion.ts"
 import { StoreError } from "../Store.ts"
 import { migrationLockKey, migrations, migrationsTableSql } from "./migrations.ts"
 
@@ -120,17 +121,24 @@ export const openClient = (
     Effect.mapError((e) => toStoreError(`connect to ${redactUrl(options.url)}`, e))
   )
 
+/** The newest migration this build knows. */
+export const latestVersion = migrations[migrations.length - 1]?.version ?? 0
+
 /**
  * Applies pending migrations in one transaction under an advisory lock; returns how
  * many ran. A second process blocks on the lock until the first commits, then finds
- * every version applied.
+ * every version applied. A schema migrated by a newer Roster fails with the
+ * `schema-too-new` StoreError and nothing applied (`database` names it in the message).
  */
-export const applyMigrations = (sql: SqlClient, options: { readonly schema?: string | undefined; readonly now: number }) =>
+export const applyMigrations = (sql: SqlClient, options: { readonly schema?: string | undefined; readonly now: number; readonly database?: string | undefined }) =>
   sql.withTransaction(Effect.gen(function*() {
     yield* sql`SELECT pg_advisory_xact_lock(${migrationLockKey[0]}, ${migrationLockKey[1]})`
     if (options.schema !== undefined) yield* sql.unsafe(`CREATE SCHEMA IF NOT EXISTS ${quoteIdentifier(options.schema)}`)
     yield* sql.unsafe(migrationsTableSql)
     const [row] = yield* sql<{ v: number }>`SELECT COALESCE(MAX(version), 0)::int AS v FROM roster_migrations`
+    if ((row?.v ?? 0) > latestVersion) {
+      return yield* schemaTooNew(options.database ?? (options.schema === undefined ? "on PostgreSQL" : `schema ${options.schema}`), row?.v ?? 0, latestVersion)
+    }
     let applied = 0
     for (const m of migrations) {
       if (m.version <= (row?.v ?? 0)) continue

@@ -5,8 +5,9 @@
  * (`NORMAL` is an opt-in). Migrations are applied under `BEGIN IMMEDIATE`.
  */
 import { Database } from "bun:sqlite"
-import { mkdirSync, existsSync } from "node:fs"
+import { accessSync, constants, existsSync, mkdirSync } from "node:fs"
 import { dirname } from "node:path"
+import { schemaTooNew } from "../SchemaVersion.ts"
 import { migrations } from "./migrations.ts"
 
 /** Options of the SQLite store. */
@@ -18,6 +19,28 @@ export interface SqliteOptions {
   /** How long a writer waits for the lock, in ms (default 10 s). */
   readonly busyTimeoutMs?: number
 }
+
+const writable = (path: string): boolean => {
+  try {
+    accessSync(path, constants.W_OK)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Why an existing file could not be opened for writing, when that is the reason. */
+const readOnlyHint = (path: string): string => {
+  if (!existsSync(path)) return ""
+  if (!writable(path)) return ` (read-only: this process cannot write ${path})`
+  const dir = dirname(path)
+  if (!writable(dir)) return ` (read-only: this process cannot write the folder ${dir}, where SQLite keeps the -wal and -shm files)`
+  return ""
+}
+
+/** An Error whose message is readable on its own, keeping SQLite's error (its code) as the cause. */
+const openFailure = (path: string, cause: unknown): Error =>
+  new Error(`cannot open database ${path}: ${(cause as Error).message}${readOnlyHint(path)}`, { cause })
 
 /** Opens and configures the database; throws with a readable message when it cannot. */
 export const openDatabase = (options: SqliteOptions): Database => {
@@ -36,7 +59,7 @@ export const openDatabase = (options: SqliteOptions): Database => {
   try {
     db = new Database(path, { create: true })
   } catch (cause) {
-    throw new Error(`cannot open database ${path}: ${(cause as Error).message}`)
+    throw openFailure(path, cause)
   }
   try {
     db.run(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 10_000))}`)
@@ -48,16 +71,24 @@ export const openDatabase = (options: SqliteOptions): Database => {
     db.run("PRAGMA foreign_keys = OFF")
   } catch (cause) {
     db.close()
-    throw new Error(`cannot open database ${path}: ${(cause as Error).message}`)
+    throw openFailure(path, cause)
   }
   return db
 }
 
-/** Applies pending migrations in one `BEGIN IMMEDIATE` transaction; returns how many ran. */
+/** The newest migration this build knows. */
+export const latestVersion = migrations[migrations.length - 1]?.version ?? 0
+
+/**
+ * Applies pending migrations in one `BEGIN IMMEDIATE` transaction; returns how many ran.
+ * Throws the `schema-too-new` StoreError, changing nothing, on a database migrated by a
+ * newer Roster.
+ */
 export const applyMigrations = (db: Database, now: number): number => {
   db.run("CREATE TABLE IF NOT EXISTS roster_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT")
   const run = db.transaction(() => {
     const row = db.query("SELECT COALESCE(MAX(version), 0) AS v FROM roster_migrations").get() as { v: number }
+    if (row.v > latestVersion) throw schemaTooNew(db.filename, row.v, latestVersion)
     let applied = 0
     for (const m of migrations) {
       if (m.version <= row.v) continue

@@ -13,7 +13,7 @@ import type { Attempt, Execution, ExecutionState, LogDrops, LogLine, Step } from
 import { states } from "../Execution.ts"
 import { byClaimOrder, parseJson, toExecution, type ExecutionRow } from "../ExecutionRow.ts"
 import type { CancelResult, ExecutionFilter, InsertRequest, InsertResult, Outcome } from "../Store.ts"
-import { Store, StoreError } from "../Store.ts"
+import { Store, StoreError, type StoreErrorReason } from "../Store.ts"
 import { makeSqliteStats } from "./SqliteStats.ts"
 import { applyMigrations, openDatabase, type SqliteOptions } from "./SqliteConnection.ts"
 
@@ -136,8 +136,9 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
     `INSERT OR REPLACE INTO roster_attempts (execution_id, attempt, worker, started_at, finished_at, outcome, error)
      VALUES (?, ?, ?, ?, ?, ?, ?)`
   )
-  const heartbeat = db.query<{ id: string; attempt: number; cancel_requested: number }, [number, string]>(
-    `UPDATE roster_executions INDEXED BY roster_executions_expiry SET lease_expires_at = ? WHERE lease_owner = ? AND state = 'running'
+  const heartbeat = db.query<{ id: string; attempt: number; cancel_requested: number }, [number, string, string | null]>(
+    `UPDATE roster_executions INDEXED BY roster_executions_expiry SET lease_expires_at = ?1 WHERE lease_owner = ?2 AND state = 'running'
+        AND (?3 IS NULL OR id IN (SELECT value FROM json_each(?3)))
       RETURNING id, attempt, cancel_requested`
   )
   const expired = db.query<ExecutionRow, [number, number]>(
@@ -291,7 +292,7 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
     executionsFinish: (outcomes) => attempt("record outcomes", () => (outcomes.length === 0 ? [] : finishMany.immediate(outcomes))),
     executionsHeartbeat: (req) =>
       attempt("heartbeat", () => ({
-        held: relaxed(() => heartbeat.all(req.now + req.leaseMs, req.workerId)).map((r) => ({
+        held: relaxed(() => heartbeat.all(req.now + req.leaseMs, req.workerId, req.ids === undefined ? null : JSON.stringify(req.ids))).map((r) => ({
           id: r.id,
           attempt: r.attempt,
           cancelRequested: r.cancel_requested === 1
@@ -372,12 +373,34 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
   })
 }
 
-/** Maps a SQLite failure to one readable StoreError. */
-export const toStoreError = (what: string, cause: unknown): StoreError => {
-  const message = cause instanceof Error ? cause.message : String(cause)
-  const hint = /database is locked|SQLITE_BUSY/i.test(message) ? " (the database is locked by another process; busy_timeout elapsed)" : ""
-  return new StoreError({ message: `${what}: ${message}${hint}`, cause })
+/** SQLite's result code of a failure (`SQLITE_FULL`, `SQLITE_CORRUPT`, ...), looking through a wrapping Error. */
+const sqliteCode = (cause: unknown): string => {
+  const code = (cause as { code?: unknown } | null)?.code
+  if (typeof code === "string") return code
+  const inner = (cause as { cause?: unknown } | null)?.cause
+  return inner === undefined ? "" : sqliteCode(inner)
 }
+
+/** What a SQLite failure means for the caller, and a hint for the operator. */
+const classify = (code: string, message: string): { reason?: StoreErrorReason; hint: string } => {
+  if (/^SQLITE_(CORRUPT|NOTADB)/.test(code)) {
+    return { reason: "corrupt", hint: " (Roster leaves the file as it is: restore a backup, or recover it with sqlite3 .recover)" }
+  }
+  if (code === "SQLITE_FULL") return { reason: "disk-full", hint: " (no space left for the database; this write was not applied)" }
+  if (code.startsWith("SQLITE_READONLY")) return { reason: "read-only", hint: "" }
+  if (/database is locked|SQLITE_BUSY/i.test(message)) return { hint: " (the database is locked by another process; busy_timeout elapsed)" }
+  return { hint: "" }
+}
+
+/** A StoreError with `message`, and the reason and hint its SQLite cause gives. */
+const storeError = (message: string, cause: unknown): StoreError => {
+  const { reason, hint } = classify(sqliteCode(cause), message)
+  return new StoreError({ message: `${message}${hint}`, cause, reason })
+}
+
+/** Maps a SQLite failure to one readable StoreError (a StoreError passes through). */
+export const toStoreError = (what: string, cause: unknown): StoreError =>
+  cause instanceof StoreError ? cause : storeError(`${what}: ${cause instanceof Error ? cause.message : String(cause)}`, cause)
 
 /** Opens, configures and migrates the file in the current scope (closed with it). */
 export const acquireDatabase = (options: SqliteOptions) =>
@@ -385,7 +408,8 @@ export const acquireDatabase = (options: SqliteOptions) =>
     Effect.gen(function*() {
       const db = yield* Effect.try({
         try: () => openDatabase(options),
-        catch: (cause) => new StoreError({ message: (cause as Error).message, cause })
+        // The message already says "cannot open database <path>: ...".
+        catch: (cause) => storeError((cause as Error).message, cause)
       })
       const now = yield* Clock.currentTimeMillis
       return yield* Effect.try({
