@@ -41,12 +41,18 @@ describe("a database that cannot be opened", () => {
 describe("enqueue refuses bad input and writes nothing", () => {
   const scratch = useScratch({ apps: demoApps })
 
-  /** Enqueues one good execution (so the database exists), runs `attempt`, then checks that it is still the only one. */
+  /**
+   * Enqueues one good execution (acknowledged, and so the database exists), runs
+   * `attempt`, then checks that it is still the only one, and that it runs.
+   */
   const nothingWritten = async (s: ReturnType<typeof scratch>, attempt: () => Promise<void>) => {
     const good = await s.run(["enqueue", "demo/noop", "--payload", '{"n":1}', "--json"])
     expect(good.code).toBe(0)
     await attempt()
     expect(s.count("SELECT COUNT(*) FROM roster_executions")).toBe(1)
+    const worker = await s.run(["worker", "--exit-when-idle"])
+    expect(worker.code, tail(worker.stderr)).toBe(0)
+    expect(s.all("SELECT id, state FROM roster_executions")).toEqual([{ id: parseJsonOutput(good).id, state: "succeeded" }])
   }
 
   test("an unknown job name is refused with exit 1 and nothing written", async () => {
@@ -83,12 +89,16 @@ describe("enqueue refuses bad input and writes nothing", () => {
     writeFileSync(over, JSON.stringify({ text: "a".repeat(limit - envelope + 1) }) + "\n")
     const env = { ROSTER_APPS_DIR: fixtureApps }
 
-    expectOneLineFailure(await s.run(["enqueue", "probe/text", "--ndjson", over, "--json"], { env }), new RegExp(`${limit + 1} bytes, over the ${limit}-byte limit`))
     const accepted = await s.run(["enqueue", "probe/text", "--ndjson", exactly, "--json"], { env })
     expect(accepted.code, accepted.stderr).toBe(0)
     expect(parseJsonOutput(accepted)).toEqual({ inserted: 1, existing: 0 })
+    expectOneLineFailure(await s.run(["enqueue", "probe/text", "--ndjson", over, "--json"], { env }), new RegExp(`${limit + 1} bytes, over the ${limit}-byte limit`))
     expect(s.count("SELECT COUNT(*) FROM roster_executions")).toBe(1)
     expect(s.count("SELECT length(payload) FROM roster_executions")).toBe(limit)
+    // The acknowledged one, enqueued before the refusal, runs.
+    const worker = await s.run(["worker", "--exit-when-idle"], { env })
+    expect(worker.code, tail(worker.stderr)).toBe(0)
+    expect(s.count("SELECT COUNT(*) FROM roster_executions WHERE state = 'succeeded'")).toBe(1)
   }, 60_000)
 })
 
