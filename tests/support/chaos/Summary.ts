@@ -27,7 +27,7 @@ export const summaryTable = (run: Omit<ChaosRun, "summary">): string => {
     ["duplicates: unexplained", n(v.duplicates.unexplained)],
     ["acknowledged enqueues", `${n(enqueue.acked.size)} (failed calls retried: ${enqueue.errors})`],
     ["executions", `${n(v.executions)}: ${Object.entries(v.byState).sort().map(([state, c]) => `${state} ${n(c)}`).join(", ")}`],
-    ["broken: failed at attempt 1 / after lease expiries", `${v.broken.atFirstAttempt} / ${v.broken.afterLeaseExpiries}`],
+    ["broken: failed at attempt 1 / after lease expiries", `${n(v.broken.atFirstAttempt)} / ${n(v.broken.afterLeaseExpiries)}`],
     ["attempts used up by lease expiries", n(v.exhausted)],
     ...v.fires.map((f): [string, string] => [`fires ${f.scheduleId}`, `${n(f.fires)} (${new Date(f.firstDue).toISOString()} … ${new Date(f.lastDue).toISOString()})`]),
     ["elapsed", `${s(timings.total)} (warm-up ${s(timings.warmUp)}, kills ${s(timings.chaos)}, settle ${s(timings.settle)}, drain ${s(timings.drain)}, verify ${s(timings.verify)})`],
