@@ -107,6 +107,7 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosRun> => {
   await migrate(target)
   const view = new StoreView(target.db)
   const cluster = new Cluster(target, { workers: options.workers, schedulers: options.schedulers, concurrency: options.concurrency })
+  let aborted = false
   try {
     cluster.start()
     const lastDues = () => Promise.all(perSecondSchedules.map((id) => view.lastDue(id)))
@@ -118,7 +119,7 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosRun> => {
     const expectedMs = options.rounds * ((minPause + maxPause) / 2 + 150)
     const batchSize = Math.max(1, Math.ceil(options.jobs / Math.max(1, expectedMs / 100)))
     let enqueueFailure: unknown
-    const enqueuing = enqueueAll({ db: target.db, prng: mix, total: options.jobs, batchSize, intervalMs: 100 })
+    const enqueuing = enqueueAll({ db: target.db, prng: mix, total: options.jobs, batchSize, intervalMs: 100, stopped: () => aborted })
       .catch((cause) => {
         enqueueFailure = cause
         return undefined
@@ -175,6 +176,7 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosRun> => {
     const run = { options, kills, enqueue, verification, timings, problems, logsTail: cluster.logsTail() }
     return { ...run, summary: summaryTable(run) }
   } catch (cause) {
+    aborted = true
     throw new Error(`chaos run with seed ${options.seed} could not complete: ${(cause as Error).message ?? cause}\n${cluster.logsTail()}`)
   } finally {
     await cluster.killAll()

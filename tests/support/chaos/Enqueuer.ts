@@ -32,6 +32,8 @@ export interface EnqueueOptions {
   readonly batchSize: number
   /** Pause between batches, so the work arrives throughout the kills. */
   readonly intervalMs: number
+  /** Checked before each batch: true stops early (the run failed elsewhere). */
+  readonly stopped?: () => boolean
 }
 
 /** One item of the mix: mostly quick, some slow or stepped (so kills land mid-run), some flaky, a few broken. */
@@ -53,7 +55,7 @@ export const enqueueAll = async (options: EnqueueOptions): Promise<EnqueueStats>
   let errors = 0
   let lastError: string | undefined
   try {
-    for (let start = 0; start < options.total; start += options.batchSize) {
+    for (let start = 0; start < options.total && !options.stopped?.(); start += options.batchSize) {
       const items = Array.from({ length: Math.min(options.batchSize, options.total - start) }, (_, i) => ({
         ...workItem(options.prng),
         key: `chaos-${start + i}`
