@@ -27,6 +27,7 @@ import * as Trigger from "../jobs/Trigger.ts"
 import { InvalidDefinition } from "../jobs/errors.ts"
 import type { RecordFireRequest, ScheduleSpec, StoredSchedule } from "../store/ScheduleStore.ts"
 import { ScheduleStore } from "../store/ScheduleStore.ts"
+import { isPermanentStoreError, isPermanentStoreFailure, type StoreError } from "../store/Store.ts"
 
 /** What the Scheduler needs to know about a Job it enqueues. */
 export interface SchedulableJob {
@@ -78,8 +79,8 @@ export interface SchedulerOptions {
 
 /** A running Scheduler's handle. */
 export interface Scheduler {
-  /** The actor's loop: fork it into the owning scope (under supervise()). */
-  readonly run: Effect.Effect<never, never, ScheduleStore>
+  /** The actor's loop: fork it into the owning scope (under supervise()); fails only on a corrupt database. */
+  readonly run: Effect.Effect<never, StoreError, ScheduleStore>
   /** Tells the Scheduler schedules changed in this process (studio create, update, pause), so it looks at once. */
   readonly schedulesChanged: Effect.Effect<void>
   /** Whether this process holds the leader lease. */
@@ -193,7 +194,8 @@ export const make = (options: SchedulerOptions): Effect.Effect<Scheduler> =>
     const holdLease = Effect.fnUntraced(function*(store: ScheduleStore["Service"], now: number) {
       if (leader && now - renewedAt < renewEveryMs) return true
       const held = yield* store.leaseAcquire({ name: leaseName, owner: options.owner, now, ttlMs }).pipe(
-        Effect.catchTag("StoreError", (e) => Effect.as(Effect.logError(`scheduler lease: ${e.message}`), false))
+        Effect.catchTag("StoreError", (e) =>
+          isPermanentStoreError(e) ? Effect.fail(e) : Effect.as(Effect.logError(`scheduler lease: ${e.message}`), false))
       )
       if (held) renewedAt = now
       if (held && !leader) {
@@ -247,10 +249,14 @@ export const make = (options: SchedulerOptions): Effect.Effect<Scheduler> =>
       yield* store.leaseRelease({ name: leaseName, owner: options.owner }).pipe(Effect.ignore)
     })
 
+    // A failed pass is logged and tried again after a poll, except a store failure no
+    // retry can fix (a corrupt file): that ends the actor, for its owner to stop.
     const run = pass.pipe(
       Effect.catchCause((cause) =>
         Cause.hasInterruptsOnly(cause)
           ? Effect.interrupt
+          : isPermanentStoreFailure(cause)
+          ? Effect.failCause(cause as Cause.Cause<StoreError>)
           : Effect.andThen(Effect.logError("scheduler pass failed", cause), Effect.sleep(pollMs))),
       Effect.forever,
       Effect.ensuring(releaseIfLeader),

@@ -6,8 +6,8 @@
  */
 import { Clock, Effect } from "effect"
 import * as Scheduler from "../actors/Scheduler.ts"
-import { supervise } from "../actors/supervise.ts"
 import { ScheduleStore } from "../store/ScheduleStore.ts"
+import * as Breaker from "./Breaker.ts"
 import { Core } from "./Core.ts"
 import { pruneScheduleSpec } from "./Prune.ts"
 import { defaultWorkerId } from "./Worker.ts"
@@ -20,7 +20,7 @@ export interface SchedulerRuntimeOptions {
   readonly toleranceMs?: number | undefined
 }
 
-/** Starts the scheduler in the current scope; returns its handle. */
+/** Starts the scheduler in the current scope; returns its handle and `broken`, which fails on a corrupt database. */
 export const start = Effect.fnUntraced(function*(options: SchedulerRuntimeOptions = {}) {
   const core = yield* Core
   const store = yield* ScheduleStore
@@ -48,7 +48,8 @@ export const start = Effect.fnUntraced(function*(options: SchedulerRuntimeOption
     // How late a fire may be and still count as on time (misfire policies apply beyond it).
     toleranceMs: options.toleranceMs ?? Number(process.env.ROSTER_SCHEDULER_TOLERANCE_MS ?? 60_000)
   })
-  yield* Effect.forkScoped(supervise("Scheduler", Effect.provideService(scheduler.run, ScheduleStore, notifying)))
+  const { run, broken } = yield* Breaker.make
+  yield* run("Scheduler", Effect.provideService(scheduler.run, ScheduleStore, notifying))
   yield* Effect.logInfo(`scheduler ${owner} started with ${core.registry.schedules.length} file schedule(s)`)
-  return scheduler
+  return { ...scheduler, broken }
 })

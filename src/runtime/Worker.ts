@@ -12,7 +12,7 @@
  * it and fails the handle's `broken`, so `roster worker` exits 1 instead of retrying
  * forever; a full disk or a lock timeout is retried under supervision.
  */
-import { Cause, Clock, Deferred, Effect, Fiber, Layer } from "effect"
+import { Clock, Effect, Fiber, Layer } from "effect"
 import { hostname } from "node:os"
 import * as ChangeWatcher from "../actors/ChangeWatcher.ts"
 import * as Dispatcher from "../actors/Dispatcher.ts"
@@ -20,10 +20,10 @@ import * as LeaseKeeper from "../actors/LeaseKeeper.ts"
 import * as LogSink from "../actors/LogSink.ts"
 import * as Reaper from "../actors/Reaper.ts"
 import * as WorkerPool from "../actors/WorkerPool.ts"
-import { supervise } from "../actors/supervise.ts"
 import { InvalidDefinition } from "../jobs/errors.ts"
 import type { QueueConfig } from "../jobs/QueueConfig.ts"
-import { isPermanentStoreError, Store } from "../store/Store.ts"
+import { Store } from "../store/Store.ts"
+import * as Breaker from "./Breaker.ts"
 import { workerSettings, type WorkerSettings } from "./Config.ts"
 import { Core } from "./Core.ts"
 
@@ -49,12 +49,6 @@ export interface WorkerHandle {
   readonly broken: Effect.Effect<never, unknown>
 }
 
-/** A store failure that no restart of an actor can fix. */
-const permanent = (cause: Cause.Cause<unknown>): boolean => {
-  const failure = Cause.findErrorOption(cause)
-  return failure._tag === "Some" && isPermanentStoreError(failure.value)
-}
-
 /** A default worker id: host, pid and a random suffix. */
 export const defaultWorkerId = (): string => `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`
 
@@ -73,12 +67,7 @@ export const start = Effect.fnUntraced(function*(options: WorkerOptions = {}) {
   }
   const logSink = yield* LogSink.make({ capacity: settings.logCapacity, flushMs: settings.logFlushMs })
   const pool = yield* WorkerPool.make({ registry: core.registry, recorder: core.recorder, workerId, logSink })
-  const broken = yield* Deferred.make<never, unknown>()
-  /** Forks an actor under supervision; a permanent store failure stops it and breaks the worker. */
-  const run = <E>(name: string, loop: Effect.Effect<void, E>) =>
-    Effect.forkScoped(supervise(name, loop, { fatal: permanent }).pipe(
-      Effect.catchCause((cause) => (Cause.hasInterruptsOnly(cause) ? Effect.interrupt : Effect.asVoid(Deferred.failCause(broken, cause))))
-    ))
+  const { run, broken } = yield* Breaker.make
   const dispatchers: Array<Fiber.Fiber<void>> = []
   const wakes: Array<(at: number) => void> = []
   for (const queue of queues) {
@@ -120,7 +109,7 @@ export const start = Effect.fnUntraced(function*(options: WorkerOptions = {}) {
   yield* Effect.addFinalizer(() => shutdown)
 
   yield* Effect.logInfo(`worker ${workerId} serving ${queues.map((q) => `${q.name}×${q.concurrency}`).join(", ")}`)
-  return { workerId, pool, queues, shutdown, broken: Deferred.await(broken) } satisfies WorkerHandle
+  return { workerId, pool, queues, shutdown, broken } satisfies WorkerHandle
 })
 
 /** The worker as a Layer: runs for as long as the layer's scope is open. */

@@ -7,7 +7,7 @@
  * only `WHERE id = ? AND lease_owner = ? AND attempt = ? AND state = 'running'`; a
  * stale outcome changes nothing and is reported as not applied.
  */
-import { Context, Data, type Effect } from "effect"
+import { Cause, Context, Data, type Effect } from "effect"
 import type { RetrySnapshot } from "../jobs/RetryPolicy.ts"
 import type { Attempt, Execution, ExecutionError, ExecutionState, LogDrops, LogLine, Step } from "./Execution.ts"
 
@@ -28,6 +28,12 @@ export class StoreError extends Data.TaggedError("StoreError")<{
 /** Whether a failure is a StoreError that no retry can fix (a corrupt file, a newer schema). */
 export const isPermanentStoreError = (e: unknown): boolean =>
   e instanceof StoreError && (e.reason === "corrupt" || e.reason === "schema-too-new")
+
+/** Whether a Cause fails with a StoreError that no retry can fix. */
+export const isPermanentStoreFailure = (cause: Cause.Cause<unknown>): boolean => {
+  const failure = Cause.findErrorOption(cause)
+  return failure._tag === "Some" && isPermanentStoreError(failure.value)
+}
 
 /** One execution to insert. */
 export interface InsertRequest {

@@ -1,7 +1,8 @@
 /**
  * `roster scheduler` (only enqueues: the leader records fires durably, standbys wait)
  * and `roster dev` (scheduler and worker in one process; fires still go through the
- * durable queue).
+ * durable queue). Both run until a signal, or exit 1 when the database cannot be used
+ * (a corrupt file).
  */
 import { Effect, Option } from "effect"
 import { Command, Flag } from "effect/cli"
@@ -11,7 +12,7 @@ import { runtimeLayer } from "../Environment.ts"
 
 /** The scheduler command. */
 export const scheduler = Command.make("scheduler", {}, () =>
-  Effect.scoped(Effect.andThen(SchedulerRuntime.start(), Effect.never)).pipe(Effect.provide(runtimeLayer))).pipe(
+  Effect.scoped(Effect.flatMap(SchedulerRuntime.start(), (s) => s.broken)).pipe(Effect.provide(runtimeLayer))).pipe(
     Command.withDescription("Run the scheduler: record due fires of Schedules and enqueue them (runs no Jobs)")
   )
 
@@ -23,8 +24,8 @@ export const dev = Command.make(
     Effect.scoped(
       Effect.gen(function*() {
         const worker = yield* Worker.start({ concurrency: Option.getOrUndefined(flags.concurrency) })
-        yield* SchedulerRuntime.start()
-        yield* worker.broken
+        const scheduler = yield* SchedulerRuntime.start()
+        yield* Effect.raceFirst(worker.broken, scheduler.broken)
       })
     ).pipe(Effect.provide(runtimeLayer))
 ).pipe(Command.withDescription("Development: a scheduler and a worker in one process"))
