@@ -3,13 +3,19 @@
  * a plain map from execution id to its slot (a FiberMap would hash every id). Each fiber decodes the stored payload, runs the handler under the
  * Job's timeout, and hands the outcome to the Recorder.
  *
+ * Timeouts are kept by one sweeper fiber per pool rather than a timer per execution: it
+ * sleeps (on the Clock) until the earliest deadline among running handlers, interrupts
+ * the overdue ones, and is woken early only when a new deadline is earlier than the one
+ * it sleeps towards. A timed-out handler fails its attempt with JobTimeout, as before.
+ *
  * Per execution: running → (recording) → done. An interrupt carries a reason:
  * - `cancel`   an operator asked to stop it: recorded as cancelled (charged);
  * - `shutdown` the worker is stopping: released back to queued, attempt not charged;
- * - `lost`     another worker owns it now: nothing is written, the outcome is dropped.
+ * - `lost`     another worker owns it now: nothing is written, the outcome is dropped;
+ * - `timeout`  (the sweeper's own) the Job's timeout passed: the attempt fails with JobTimeout.
  * Once a fiber is recording, interrupts no longer apply: the outcome is already on its way.
  */
-import { Cause, Clock, Effect, Fiber, FiberSet, Logger, Metric, Random, Schema } from "effect"
+import { Cause, Clock, Effect, Fiber, FiberSet, Logger, Metric, Queue, Random, Schema } from "effect"
 import type { Job } from "../jobs/Job.ts"
 import type { Registry } from "../jobs/Registry.ts"
 import * as RetryPolicy from "../jobs/RetryPolicy.ts"
@@ -46,9 +52,11 @@ export interface WorkerPool {
 }
 
 interface Slot {
-  reason: InterruptReason | undefined
+  reason: InterruptReason | "timeout" | undefined
   recording: boolean
   fiber: Fiber.Fiber<void> | undefined
+  /** When the handler's timeout passes (Clock ms); Infinity until it starts. */
+  deadline: number
 }
 
 /** Picks the next attempt's fate: retry after a delay, or fail for good. */
@@ -87,6 +95,28 @@ export const make = Effect.fnUntraced(function*(options: {
   }
   const slots = new Map<string, Slot>()
 
+  // The timeout sweeper: `sweepAt` is when it next looks (Infinity: nothing to watch).
+  let sweepAt = Infinity
+  const sweeperWake = yield* Queue.unbounded<number>()
+  const sweep = Effect.gen(function*() {
+    while (true) {
+      const now = yield* Clock.currentTimeMillis
+      let next = Infinity
+      for (const slot of slots.values()) {
+        if (slot.recording || slot.reason !== undefined || slot.fiber === undefined) continue
+        if (slot.deadline <= now) {
+          slot.reason = "timeout"
+          // Not awaited: the fiber records its own outcome, the sweeper moves on.
+          slot.fiber.interruptUnsafe()
+        } else if (slot.deadline < next) next = slot.deadline
+      }
+      sweepAt = next
+      yield* next === Infinity ? Queue.take(sweeperWake) : Effect.timeoutOption(Queue.take(sweeperWake), next - now)
+      yield* Queue.clear(sweeperWake)
+    }
+  })
+  yield* Effect.forkScoped(Effect.annotateLogs(sweep, "actor", "TimeoutSweeper"))
+
   const execute = (job: Job, execution: Execution) =>
     Effect.gen(function*() {
       if (execution.payload instanceof UnparsedPayload) {
@@ -103,11 +133,7 @@ export const make = Effect.fnUntraced(function*(options: {
         return Effect.isEffect(r) ? r : Effect.tryPromise({ try: () => r, catch: (e) => e })
       }).pipe(
         // Roster's own Jobs (e.g. roster/prune) use the Store; user handlers need nothing.
-        Effect.provideService(Store, store),
-        Effect.timeoutOrElse({
-          duration: execution.timeoutMs,
-          orElse: () => Effect.fail(new JobTimeout({ message: `timed out after ${execution.timeoutMs} ms`, timeoutMs: execution.timeoutMs }))
-        })
+        Effect.provideService(Store, store)
       )
       if (job.result === undefined) return JSON.stringify(result === undefined ? null : result)
       const encoded = jsonCodecOf(job.result).encode(result)
@@ -120,12 +146,15 @@ export const make = Effect.fnUntraced(function*(options: {
   const outcomeOf = (job: Job | undefined, execution: Execution, exit: import("effect").Exit.Exit<string, unknown>, slot: Slot, now: number, random: number): Outcome | null => {
     const base = { id: execution.id, workerId, attempt: execution.attempt, now, startedAt: execution.startedAt ?? now }
     if (exit._tag === "Success") return { ...base, kind: "succeeded", result: exit.value }
-    if (Cause.hasInterruptsOnly(exit.cause)) {
+    if (Cause.hasInterruptsOnly(exit.cause) && slot.reason !== "timeout") {
       if (slot.reason === "lost") return null
       if (slot.reason === "cancel") return { ...base, kind: "cancelled", error: Failure.cancelled }
       return { id: execution.id, workerId, attempt: execution.attempt, now, kind: "released" }
     }
-    const error = Failure.classify(job, exit.cause)
+    const cause = Cause.hasInterruptsOnly(exit.cause)
+      ? Cause.fail(new JobTimeout({ message: `timed out after ${execution.timeoutMs} ms`, timeoutMs: execution.timeoutMs }))
+      : exit.cause
+    const error = Failure.classify(job, cause)
     const fate = retryOrFail(job, execution, error, random, now)
     return fate.kind === "retry" ? { ...base, kind: "retry", runAt: fate.runAt, error } : { ...base, kind: "failed", error }
   }
@@ -135,6 +164,11 @@ export const make = Effect.fnUntraced(function*(options: {
       Effect.gen(function*() {
         const job = registry.jobs.get(execution.job)
         const started = yield* Clock.currentTimeMillis
+        slot.deadline = started + execution.timeoutMs
+        if (slot.deadline < sweepAt) {
+          sweepAt = slot.deadline
+          Queue.offerUnsafe(sweeperWake, slot.deadline)
+        }
         const exit = yield* Effect.exit(
           restore(job ? execute(job, execution) : Effect.fail(new UndecodablePayload({ message: `no handler for ${execution.job} in this worker` })))
         )
@@ -170,7 +204,7 @@ export const make = Effect.fnUntraced(function*(options: {
   const pool: WorkerPool = {
     run: (execution, release) =>
       Effect.gen(function*() {
-        const slot: Slot = { reason: undefined, recording: false, fiber: undefined }
+        const slot: Slot = { reason: undefined, recording: false, fiber: undefined, deadline: Infinity }
         slots.set(execution.id, slot)
         let released = false
         const releaseOnce = Effect.suspend(() => (released ? Effect.void : ((released = true), release)))

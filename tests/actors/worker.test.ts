@@ -128,6 +128,32 @@ describe("timeouts", () => {
     expect(result.first).toMatchObject({ attempt: 1, runAt: 1_500, error: { tag: "JobTimeout", retryable: true } })
     expect(result.attempts.map((a) => [a.outcome, a.finishedAt - a.startedAt])).toEqual([["retrying", 1_000], ["failed", 1_000]])
   })
+
+  test("a short timeout started after a long one still fires on time; the long one keeps running", async () => {
+    const withTimeout = (id: string, timeout: number) =>
+      Job.make({ id, payload: Schema.Struct({}), timeout, retry: RetryPolicy.fixed({ attempts: 1, delay: 0 }), handler: () => Effect.sleep(60_000) })
+    const long = withTimeout("t/long-timeout", 10_000)
+    const short = withTimeout("t/short-timeout", 300)
+    const result = await runOnTestClock([long, short], Effect.gen(function*() {
+      yield* Worker.start({ settings: { ...testSettings, leaseMs: 120_000 } })
+      const a = yield* Client.use((c) => c.enqueue(long, {}))
+      yield* eventually(Effect.map(stateOf(a.id), (e) => e.state === "running"), "long running")
+      yield* TestClock.adjust(100)
+      const b = yield* Client.use((c) => c.enqueue(short, {}))
+      yield* eventually(Effect.map(stateOf(b.id), (e) => e.state === "running"), "short running")
+      yield* TestClock.adjust(299)
+      expect((yield* stateOf(b.id)).state).toBe("running")
+      yield* TestClock.adjust(1)
+      yield* eventually(Effect.map(stateOf(b.id), (e) => e.state === "failed"), "short timed out")
+      const longAfter = yield* stateOf(a.id)
+      yield* TestClock.adjust(9_600)
+      yield* eventually(Effect.map(stateOf(a.id), (e) => e.state === "failed"), "long timed out")
+      return { short: yield* attemptsOf(b.id), longAfter, long: yield* attemptsOf(a.id) }
+    }))
+    expect(result.longAfter.state).toBe("running")
+    expect(result.short.map((x) => [x.outcome, x.finishedAt])).toEqual([["failed", 400]])
+    expect(result.long.map((x) => [x.outcome, x.finishedAt])).toEqual([["failed", 10_000]])
+  })
 })
 
 describe("leases and cancellation", () => {
