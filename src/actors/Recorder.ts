@@ -8,7 +8,7 @@
  * After a commit it notifies the in-process Dispatchers of newly due work. On scope
  * close it stops taking new messages and drains what is already in the mailbox.
  */
-import { Cause, Deferred, Effect, Fiber, Queue } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Queue } from "effect"
 import type { InsertRequest, InsertResult, Outcome } from "../store/Store.ts"
 import { Store, StoreError } from "../store/Store.ts"
 import type { WakeBus } from "./WakeBus.ts"
@@ -41,7 +41,7 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
         if (exit._tag === "Success") {
           let i = 0
           for (const m of inserts) {
-            yield* Deferred.succeed(m.reply, exit.value.slice(i, i + m.rows.length))
+            Deferred.doneUnsafe(m.reply, Exit.succeed(exit.value.slice(i, i + m.rows.length)))
             i += m.rows.length
           }
           const due = new Map<string, number>()
@@ -50,18 +50,18 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
           })
           for (const [queue, at] of due) bus.notify(queue, at)
         } else {
-          for (const m of inserts) yield* Deferred.failCause(m.reply, exit.cause)
+          for (const m of inserts) Deferred.doneUnsafe(m.reply, Exit.failCause(exit.cause))
         }
       }
       if (finishes.length > 0) {
         const exit = yield* Effect.exit(store.executionsFinish(finishes.map((m) => m.outcome)))
         if (exit._tag === "Success") {
           for (const [j, m] of finishes.entries()) {
-            yield* Deferred.succeed(m.reply, exit.value[j] ?? false)
+            Deferred.doneUnsafe(m.reply, Exit.succeed(exit.value[j] ?? false))
             if (exit.value[j] && m.outcome.kind === "retry") bus.notify(m.queue, m.outcome.runAt)
           }
         } else {
-          for (const m of finishes) yield* Deferred.failCause(m.reply, exit.cause)
+          for (const m of finishes) Deferred.doneUnsafe(m.reply, Exit.failCause(exit.cause))
         }
       }
     })
@@ -78,11 +78,9 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
   yield* Effect.addFinalizer(() => Queue.end(mailbox).pipe(Effect.andThen(Fiber.await(fiber))))
 
   const send = <A>(make: (reply: Deferred.Deferred<A, StoreError>) => Message) =>
-    Effect.gen(function*() {
-      const reply = yield* Deferred.make<A, StoreError>()
-      const accepted = yield* Queue.offer(mailbox, make(reply))
-      if (!accepted) return yield* Effect.fail(stopped)
-      return yield* Deferred.await(reply)
+    Effect.suspend(() => {
+      const reply = Deferred.makeUnsafe<A, StoreError>()
+      return Queue.offerUnsafe(mailbox, make(reply)) ? Deferred.await(reply) : Effect.fail(stopped)
     })
 
   return {

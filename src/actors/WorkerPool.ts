@@ -15,7 +15,7 @@
  * - `timeout`  (the sweeper's own) the Job's timeout passed: the attempt fails with JobTimeout.
  * Once a fiber is recording, interrupts no longer apply: the outcome is already on its way.
  */
-import { Cause, Clock, Effect, Fiber, FiberSet, Logger, Metric, Queue, Random, Schema } from "effect"
+import { Cause, Clock, Context, Effect, Fiber, FiberSet, Logger, Metric, Queue, Random, References, Schema } from "effect"
 import type { Job } from "../jobs/Job.ts"
 import type { Registry } from "../jobs/Registry.ts"
 import * as RetryPolicy from "../jobs/RetryPolicy.ts"
@@ -86,11 +86,15 @@ export const make = Effect.fnUntraced(function*(options: {
   const fibers = yield* FiberSet.make()
   // Loggers of every execution: the process's own plus the LogSink's capture logger, built once.
   const loggers = logSink === undefined ? undefined : new Set([...(yield* Logger.CurrentLoggers), logSink.logger])
-  const counters = new Map<string, Metric.Counter<number>>()
+  // The executions counter with its attributes, built once per job, queue and outcome.
+  const counters = new Map<string, Map<string, Map<string, Metric.Counter<number>>>>()
   const counterFor = (job: string, queue: string, outcome: string) => {
-    const key = `${job}\u0000${queue}\u0000${outcome}`
-    let c = counters.get(key)
-    if (!c) counters.set(key, (c = Metric.withAttributes(Metrics.executions, { job, queue, outcome })))
+    let byQueue = counters.get(job)
+    if (!byQueue) counters.set(job, (byQueue = new Map()))
+    let byOutcome = byQueue.get(queue)
+    if (!byOutcome) byQueue.set(queue, (byOutcome = new Map()))
+    let c = byOutcome.get(outcome)
+    if (!c) byOutcome.set(outcome, (c = Metric.withAttributes(Metrics.executions, { job, queue, outcome })))
     return c
   }
   const slots = new Map<string, Slot>()
@@ -128,13 +132,9 @@ export const make = Effect.fnUntraced(function*(options: {
       }
       const payload = decoded.value
       const ctx = makeContext(store, execution)
-      const result = yield* Effect.suspend(() => {
-        const r = job.handler(payload, ctx)
-        return Effect.isEffect(r) ? r : Effect.tryPromise({ try: () => r, catch: (e) => e })
-      }).pipe(
-        // Roster's own Jobs (e.g. roster/prune) use the Store; user handlers need nothing.
-        Effect.provideService(Store, store)
-      )
+      // Roster's own Jobs (e.g. roster/prune) use the Store, provided with the execution's context.
+      const r = job.handler(payload, ctx)
+      const result = yield* (Effect.isEffect(r) ? r : Effect.tryPromise({ try: () => r, catch: (e) => e }))
       if (job.result === undefined) return JSON.stringify(result === undefined ? null : result)
       const encoded = jsonCodecOf(job.result).encode(result)
       if (encoded._tag === "Failure") {
@@ -192,25 +192,36 @@ export const make = Effect.fnUntraced(function*(options: {
           Effect.catch((e) => Effect.as(Effect.logError(`could not record the outcome of ${execution.id}: ${e.message}; its lease will expire and it will be retried`), true))
         )
         if (!applied) yield* Effect.logWarning(`lease on ${execution.id} (${execution.job}) was lost before its outcome was recorded; the outcome is dropped`)
-      }).pipe(
-        Effect.annotateLogs({ executionId: execution.id, job: execution.job, attempt: execution.attempt }),
-        withCapture
-      )
+      }).pipe(Effect.updateContext((context: Context.Context<never>) => executionContext(context, execution)))
     )
 
-  const withCapture = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    loggers === undefined ? effect : Effect.provideService(effect, Logger.CurrentLoggers, loggers)
+  /**
+   * An execution's context in one update: its log annotations, the capture logger (when
+   * there is a LogSink) and the Store (for Roster's own Jobs; user handlers need nothing).
+   */
+  const executionContext = (context: Context.Context<never>, execution: Execution): Context.Context<never> => {
+    const annotations = Context.get(context, References.CurrentLogAnnotations)
+    const withAnnotations = Context.add(context, References.CurrentLogAnnotations, {
+      ...annotations,
+      executionId: execution.id,
+      job: execution.job,
+      attempt: execution.attempt
+    })
+    const withStore = Context.add(withAnnotations, Store, store)
+    return (loggers === undefined ? withStore : Context.add(withStore, Logger.CurrentLoggers, loggers)) as Context.Context<never>
+  }
 
   const pool: WorkerPool = {
     run: (execution, release) =>
-      Effect.gen(function*() {
+      Effect.suspend(() => {
         const slot: Slot = { reason: undefined, recording: false, fiber: undefined, deadline: Infinity }
         slots.set(execution.id, slot)
         let released = false
         const releaseOnce = Effect.suspend(() => (released ? Effect.void : ((released = true), release)))
-        slot.fiber = yield* FiberSet.run(fibers)(
-          runOne(execution, slot, releaseOnce).pipe(Effect.ensuring(Effect.andThen(Effect.sync(() => slots.delete(execution.id)), releaseOnce)))
-        )
+        const done = Effect.suspend(() => (slots.delete(execution.id), releaseOnce))
+        return Effect.map(FiberSet.run(fibers)(Effect.ensuring(runOne(execution, slot, releaseOnce), done)), (fiber) => {
+          slot.fiber = fiber
+        })
       }),
     interrupt: (id, reason) =>
       Effect.suspend(() => {
