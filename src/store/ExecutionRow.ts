@@ -7,7 +7,8 @@
 import type { Execution, ExecutionState } from "./Execution.ts"
 import { UnparsedPayload } from "./Execution.ts"
 
-type Int = number | string | bigint
+/** An integer column as a driver returns it (PostgreSQL BIGINT: a string). */
+export type Int = number | string | bigint
 
 /** An execution row as a driver returns it. */
 export interface ExecutionRow {
@@ -48,8 +49,10 @@ export const parsePayload = (text: string): unknown => {
   }
 }
 
-const int = (v: Int): number => (typeof v === "number" ? v : Number(v))
-const intOrNull = (v: Int | null): number | null => (v === null ? null : int(v))
+/** An integer column as a number. */
+export const int = (v: Int): number => (typeof v === "number" ? v : Number(v))
+/** A nullable integer column as a number or null. */
+export const intOrNull = (v: Int | null): number | null => (v === null ? null : int(v))
 
 /** Maps a stored row to an Execution. */
 export const toExecution = (r: ExecutionRow): Execution => ({

@@ -16,92 +16,18 @@ import type { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
 import type { ExecutionState } from "../Execution.ts"
 import type {
-  FireOutcome,
   RecordFireRequest,
   RecordFireResult,
-  ScheduleFire,
   ScheduleSource,
   ScheduleSpec,
-  StoredSchedule,
   SyncResult
 } from "../ScheduleStore.ts"
 import { fireKey, ScheduleNotFound, ScheduleReadOnly, ScheduleSourceConflict, ScheduleStore } from "../ScheduleStore.ts"
 import { StoreError } from "../Store.ts"
+import { bool, definitionChanged, type FireRow, type ScheduleRow, toFire, toSchedule, triggerChanged } from "../ScheduleRow.ts"
 import { insertExecutions } from "./ExecutionInsert.ts"
-import { type Int8, num, numOrNull } from "./PgValues.ts"
+import { type Int8, numOrNull } from "./PgValues.ts"
 import { operation } from "./PostgresConnection.ts"
-
-interface ScheduleRow {
-  id: string
-  source: ScheduleSource
-  job: string
-  payload: string
-  cron: string | null
-  every_ms: Int8 | null
-  timezone: string
-  enabled: boolean
-  paused: boolean
-  misfire: StoredSchedule["misfire"]
-  misfire_cap: number
-  overlap: StoredSchedule["overlap"]
-  label: string
-  description: string
-  anchor_at: Int8
-  next_due_at: Int8 | null
-  last_due_at: Int8 | null
-  retired_at: Int8 | null
-  created_at: Int8
-  updated_at: Int8
-}
-
-interface FireRow {
-  schedule_id: string
-  due_at: Int8
-  enqueued_at: Int8
-  outcome: FireOutcome
-  execution_id: string | null
-  error: string | null
-}
-
-const toSchedule = (r: ScheduleRow): StoredSchedule => ({
-  id: r.id,
-  source: r.source,
-  job: r.job,
-  payload: r.payload,
-  cron: r.cron,
-  everyMs: numOrNull(r.every_ms),
-  timezone: r.timezone,
-  enabled: r.enabled,
-  paused: r.paused,
-  misfire: r.misfire,
-  misfireCap: r.misfire_cap,
-  overlap: r.overlap,
-  label: r.label,
-  description: r.description,
-  anchorAt: num(r.anchor_at),
-  nextDueAt: numOrNull(r.next_due_at),
-  lastDueAt: numOrNull(r.last_due_at),
-  retiredAt: numOrNull(r.retired_at),
-  createdAt: num(r.created_at),
-  updatedAt: num(r.updated_at)
-})
-
-const toFire = (r: FireRow): ScheduleFire => ({
-  scheduleId: r.schedule_id,
-  dueAt: num(r.due_at),
-  enqueuedAt: num(r.enqueued_at),
-  outcome: r.outcome,
-  executionId: r.execution_id,
-  error: r.error
-})
-
-const triggerChanged = (row: ScheduleRow, spec: ScheduleSpec): boolean =>
-  row.cron !== spec.cron || numOrNull(row.every_ms) !== spec.everyMs || row.timezone !== spec.timezone || num(row.anchor_at) !== spec.anchorAt
-
-const definitionChanged = (row: ScheduleRow, spec: ScheduleSpec): boolean =>
-  triggerChanged(row, spec) || row.job !== spec.job || row.payload !== spec.payload || row.enabled !== spec.enabled ||
-  row.misfire !== spec.misfire || row.misfire_cap !== spec.misfireCap || row.overlap !== spec.overlap ||
-  row.label !== spec.label || row.description !== spec.description
 
 /** Key of the advisory lock every schedule write takes ('rost', 2). */
 const scheduleLockKey = [0x726f7374, 2] as const
@@ -134,7 +60,7 @@ export const makePgScheduleStore = (sql: PgClient.PgClient, options: { readonly 
     Effect.gen(function*() {
       const revived = row.retired_at !== null
       if (!revived && !definitionChanged(row, spec)) return false
-      const restart = revived || triggerChanged(row, spec) || (!row.enabled && spec.enabled)
+      const restart = revived || triggerChanged(row, spec) || (!bool(row.enabled) && spec.enabled)
       yield* writeSpec(spec, restart ? spec.nextDueAt : numOrNull(row.next_due_at), now)
       return true
     })
@@ -220,7 +146,7 @@ export const makePgScheduleStore = (sql: PgClient.PgClient, options: { readonly 
       const row = yield* getOne(id)
       if (!row) return yield* new ScheduleNotFound({ id, message: `no schedule "${id}"` })
       if (row.source === "system") return yield* new ScheduleReadOnly({ id, message: `schedule "${id}" is owned by Roster (system) and cannot be paused or resumed` })
-      if (row.paused !== paused) {
+      if (bool(row.paused) !== paused) {
         yield* sql`UPDATE roster_schedules SET paused = ${paused}, next_due_at = ${paused ? numOrNull(row.next_due_at) : nextDueAt}, updated_at = ${now}
                     WHERE id = ${id}`
       }

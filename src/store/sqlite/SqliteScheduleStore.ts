@@ -11,10 +11,8 @@ import type { Database } from "bun:sqlite"
 import { Effect, Layer } from "effect"
 import type { ExecutionState } from "../Execution.ts"
 import type {
-  FireOutcome,
   RecordFireRequest,
   RecordFireResult,
-  ScheduleFire,
   ScheduleSource,
   ScheduleSpec,
   StoredSchedule,
@@ -22,79 +20,9 @@ import type {
 } from "../ScheduleStore.ts"
 import { fireKey, ScheduleNotFound, ScheduleReadOnly, ScheduleSourceConflict, ScheduleStore } from "../ScheduleStore.ts"
 import type { StoreError } from "../Store.ts"
+import { intOrNull } from "../ExecutionRow.ts"
+import { bool, definitionChanged, type FireRow, type ScheduleRow, toFire, toSchedule, triggerChanged } from "../ScheduleRow.ts"
 import { makeStatements, toStoreError } from "./SqliteStore.ts"
-
-interface ScheduleRow {
-  id: string
-  source: ScheduleSource
-  job: string
-  payload: string
-  cron: string | null
-  every_ms: number | null
-  timezone: string
-  enabled: number
-  paused: number
-  misfire: StoredSchedule["misfire"]
-  misfire_cap: number
-  overlap: StoredSchedule["overlap"]
-  label: string
-  description: string
-  anchor_at: number
-  next_due_at: number | null
-  last_due_at: number | null
-  retired_at: number | null
-  created_at: number
-  updated_at: number
-}
-
-interface FireRow {
-  schedule_id: string
-  due_at: number
-  enqueued_at: number
-  outcome: FireOutcome
-  execution_id: string | null
-  error: string | null
-}
-
-const toSchedule = (r: ScheduleRow): StoredSchedule => ({
-  id: r.id,
-  source: r.source,
-  job: r.job,
-  payload: r.payload,
-  cron: r.cron,
-  everyMs: r.every_ms,
-  timezone: r.timezone,
-  enabled: r.enabled === 1,
-  paused: r.paused === 1,
-  misfire: r.misfire,
-  misfireCap: r.misfire_cap,
-  overlap: r.overlap,
-  label: r.label,
-  description: r.description,
-  anchorAt: r.anchor_at,
-  nextDueAt: r.next_due_at,
-  lastDueAt: r.last_due_at,
-  retiredAt: r.retired_at,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at
-})
-
-const toFire = (r: FireRow): ScheduleFire => ({
-  scheduleId: r.schedule_id,
-  dueAt: r.due_at,
-  enqueuedAt: r.enqueued_at,
-  outcome: r.outcome,
-  executionId: r.execution_id,
-  error: r.error
-})
-
-const triggerChanged = (row: ScheduleRow, spec: ScheduleSpec): boolean =>
-  row.cron !== spec.cron || row.every_ms !== spec.everyMs || row.timezone !== spec.timezone || row.anchor_at !== spec.anchorAt
-
-const definitionChanged = (row: ScheduleRow, spec: ScheduleSpec): boolean =>
-  triggerChanged(row, spec) || row.job !== spec.job || row.payload !== spec.payload || row.enabled !== (spec.enabled ? 1 : 0) ||
-  row.misfire !== spec.misfire || row.misfire_cap !== spec.misfireCap || row.overlap !== spec.overlap ||
-  row.label !== spec.label || row.description !== spec.description
 
 /** A typed refusal computed inside a transaction (which then commits nothing). */
 type Refusal = ScheduleNotFound | ScheduleReadOnly | ScheduleSourceConflict
@@ -174,8 +102,8 @@ export const makeSqliteScheduleStore = (db: Database): ScheduleStore["Service"] 
   const updateFromSpec = (row: ScheduleRow, spec: ScheduleSpec, now: number): boolean => {
     const revived = row.retired_at !== null
     if (!revived && !definitionChanged(row, spec)) return false
-    const restart = revived || triggerChanged(row, spec) || (row.enabled === 0 && spec.enabled)
-    writeSpec(spec, restart ? spec.nextDueAt : row.next_due_at, now)
+    const restart = revived || triggerChanged(row, spec) || (!bool(row.enabled) && spec.enabled)
+    writeSpec(spec, restart ? spec.nextDueAt : intOrNull(row.next_due_at), now)
     return true
   }
 
@@ -257,8 +185,8 @@ export const makeSqliteScheduleStore = (db: Database): ScheduleStore["Service"] 
     const row = getOne.get(id)
     if (!row) return new ScheduleNotFound({ id, message: `no schedule "${id}"` })
     if (row.source === "system") return new ScheduleReadOnly({ id, message: `schedule "${id}" is owned by Roster (system) and cannot be paused or resumed` })
-    if ((row.paused === 1) !== paused) {
-      setPaused.run(paused ? 1 : 0, paused ? row.next_due_at : nextDueAt, now, id)
+    if (bool(row.paused) !== paused) {
+      setPaused.run(paused ? 1 : 0, paused ? intOrNull(row.next_due_at) : nextDueAt, now, id)
     }
     return toSchedule(getOne.get(id)!)
   })
