@@ -15,6 +15,7 @@ import { login, loginPage, logout } from "./pages/Login.ts"
 import { overview } from "./pages/Overview.ts"
 import { scheduleDetail, schedulesList } from "./pages/Schedules.ts"
 import { authenticated, bindRefusal, hostAllowed, sameOrigin } from "./Security.ts"
+import * as Throttle from "./Throttle.ts"
 
 /** The dashboard could not start (refused bind, port in use). */
 export class DashboardError extends Data.TaggedError("DashboardError")<{ readonly message: string }> {}
@@ -71,8 +72,14 @@ const decode = (parts: ReadonlyArray<string>): ReadonlyArray<string> | undefined
   }
 }
 
+/** Who is asking (for the failed-token-check throttle) and the throttle of this dashboard. */
+export interface Guard {
+  readonly throttle: Throttle.Throttle
+  readonly client: string
+}
+
 /** Answers one request. */
-export const handle = (req: Request, token: string | undefined): Effect.Effect<Response, never, Services> =>
+export const handle = (req: Request, token: string | undefined, guard?: Guard): Effect.Effect<Response, never, Services> =>
   Effect.gen(function*() {
     if (!hostAllowed(req, token)) return text(403, "forbidden: unexpected Host header (the dashboard answers loopback names only)")
     const method = req.method === "HEAD" ? "GET" : req.method
@@ -80,19 +87,30 @@ export const handle = (req: Request, token: string | undefined): Effect.Effect<R
     if (method === "POST" && !sameOrigin(req)) return text(403, "forbidden: cross-origin request (Origin or Referer must match the Host)")
     const url = new URL(req.url)
     const path = url.pathname.length > 1 ? url.pathname.replace(/\/+$/, "") : url.pathname
+    const now = yield* Clock.currentTimeMillis
 
+    // A token check (a login, a bearer token) from an address that failed too often is not made.
+    const loggingIn = path === "/login" && method === "POST"
+    if (token !== undefined && guard !== undefined && (loggingIn || req.headers.has("authorization"))) {
+      const waitMs = guard.throttle.blockedFor(guard.client, now)
+      if (waitMs > 0) return text(429, "too many failed token checks from this address; try again later", { "retry-after": String(Math.ceil(waitMs / 1000)) })
+    }
     if (path === "/login") {
       if (token === undefined) return redirect("/")
-      return method === "GET" ? loginPage(url.searchParams.get("next") ?? "/") : yield* Effect.promise(() => login(req, token))
+      if (!loggingIn) return loginPage(url.searchParams.get("next") ?? "/")
+      const response = yield* Effect.promise(() => login(req, token))
+      if (response.status === 401) guard?.throttle.failed(guard.client, now)
+      return response
     }
     if (path === "/logout" && method === "POST") return logout()
     if (!authenticated(req, token)) {
+      if (req.headers.has("authorization")) guard?.throttle.failed(guard.client, now)
       return wantsHtml(req)
         ? loginPage(`${url.pathname}${url.search}`, 401)
         : text(401, "unauthorized: send Authorization: Bearer <ROSTER_DASHBOARD_TOKEN>", { "www-authenticate": "Bearer realm=\"roster\"" })
     }
 
-    const ctx: RequestContext = { req, url, now: yield* Clock.currentTimeMillis, signedIn: token !== undefined }
+    const ctx: RequestContext = { req, url, now, signedIn: token !== undefined }
     const matching = routes.filter((r) => r.pattern.test(path))
     const route = matching.find((r) => r.method === method)
     if (!route) {
@@ -121,9 +139,15 @@ export const serve = Effect.fnUntraced(function*(options: DashboardOptions) {
   if (refusal !== undefined) return yield* new DashboardError({ message: refusal })
   const context = yield* Effect.context<Services>()
   const run = Effect.runPromiseWith(context)
+  const throttle = Throttle.make()
   const server = yield* Effect.acquireRelease(
     Effect.try({
-      try: () => Bun.serve({ hostname: host, port, fetch: (req) => run(handle(req, options.token)) }),
+      try: () =>
+        Bun.serve({
+          hostname: host,
+          port,
+          fetch: (req, server) => run(handle(req, options.token, { throttle, client: server.requestIP(req)?.address ?? "unknown" }))
+        }),
       catch: (cause) => new DashboardError({ message: `cannot serve the dashboard on ${host}:${port}: ${(cause as Error).message}` })
     }),
     (s) => Effect.promise(() => s.stop(true))

@@ -2,7 +2,8 @@
  * The dashboard's security rules, checked with plain HTTP against the real CLI: a
  * non-loopback bind without a token refuses to start; with a token every request
  * without it is 401; a cross-origin POST is refused and changes nothing; without a
- * token only loopback Host names are answered; responses forbid scripts and framing.
+ * token only loopback Host names are answered; responses forbid scripts and framing;
+ * a client guessing the token is throttled.
  * Only loopback addresses are ever bound here (`--host 0.0.0.0` is refused before
  * anything listens).
  */
@@ -64,6 +65,16 @@ describe("with a token", () => {
     const session = cookie.split(";")[0]!
     expect((await send(url + "/schedules", { headers: { cookie: session } })).status).toBe(200)
     expect((await send(url + "/schedules", { headers: { cookie: "roster_session=forged" } })).status).toBe(401)
+  }, 60_000)
+
+  test("a client that fails the token check 10 times in a minute gets 429 with Retry-After, even with the right token", async () => {
+    const s = scratch()
+    const { url } = await startDashboard(s, { env: { ROSTER_DASHBOARD_TOKEN: token } })
+    for (let i = 0; i < 10; i++) expect((await send(url + "/", { headers: { authorization: `Bearer wrong-${i}` } })).status).toBe(401)
+    const blocked = await send(url + "/", { headers: { authorization: `Bearer ${token}` } })
+    expect(blocked.status).toBe(429)
+    expect(Number(blocked.headers.get("retry-after"))).toBeGreaterThan(0)
+    expect((await send(url + "/login", { method: "POST", headers: { origin: url }, body: new URLSearchParams({ token }) })).status).toBe(429)
   }, 60_000)
 
   test("a login never redirects to another site", async () => {
