@@ -139,6 +139,27 @@ describe.skipIf(pg.skip)("writes in doubt (postgres)", () => {
     expect(claimed.map((e) => [e.attempt, e.startedAt])).toEqual([[1, 2_000], [1, 2_000], [1, 2_000]])
   }, 20_000)
 
+  test("a claim in doubt of an execution asked to cancel meanwhile ends it cancelled, not queued", async () => {
+    await viaProxyStore((s) => s.executionsClaim(claim("w1", 500)))
+    const rows = [row(), row()]
+    await withStore(f, (s) => s.executionsInsert(rows))
+    proxy.set("swallow-replies")
+    const lost = viaProxyStore((s) => s.executionsClaim(claim("w1", 1_000)))
+    await Bun.sleep(300)
+    proxy.cut()
+    expect(Exit.isFailure(await lost)).toBe(true)
+    // Running (leased to w1, which never got it): a cancel is a request.
+    const cancel = await withStore(f, (s) => s.executionsCancel({ id: rows[0]!.id, now: 1_500 }))
+    expect(cancel).toBe("requested")
+
+    proxy.set("pass")
+    let again = await viaProxyStore((s) => s.executionsClaim(claim("w1", 2_000)))
+    for (let tries = 0; Exit.isFailure(again) && tries < 5; tries++) again = await viaProxyStore((s) => s.executionsClaim(claim("w1", 2_000)))
+    expect(Exit.isSuccess(again) ? again.value.map((e) => e.id) : []).toEqual([rows[1]!.id])
+    const cancelled = await withStore(f, (s) => s.executionsGet(rows[0]!.id))
+    expect([cancelled?.state, cancelled?.attempt, cancelled?.finishedAt]).toEqual(["cancelled", 0, 1_000])
+  }, 20_000)
+
   test("a claim in doubt does not release what a successful claim of the same millisecond got", async () => {
     const first = [row(), row()]
     await withStore(f, (s) => s.executionsInsert(first))

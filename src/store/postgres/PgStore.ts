@@ -161,7 +161,11 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
   const inDoubt = InDoubt.make({
     finish: finishMany,
     release: (c) =>
-      sql`UPDATE roster_executions SET state = 'queued', attempt = attempt - 1, started_at = NULL, lease_owner = NULL, lease_expires_at = NULL
+      // As every release: an execution asked to cancel ends cancelled (at the lost claim's instant), never queued again.
+      sql`UPDATE roster_executions
+             SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
+                 finished_at = CASE WHEN cancel_requested THEN ${c.startedAt} ELSE finished_at END,
+                 attempt = attempt - 1, started_at = NULL, lease_owner = NULL, lease_expires_at = NULL
            WHERE lease_owner = ${c.workerId} AND queue = ${c.queue} AND state = 'running' AND started_at = ${c.startedAt}
              AND NOT (id = ANY(${textArray(c.exclude)}::text[]))`
   }, unavailable)
