@@ -115,47 +115,48 @@ describe.skipIf(pg.skip)("writes in doubt (postgres)", () => {
 
   const viaProxyStore = <A, E>(body: (s: Store["Service"]) => Effect.Effect<A, E>) => viaProxy.runPromise(Effect.exit(Store.use(body)))
 
-  test("a claim that committed but lost its reply is released before the next claim, not left leased to nobody", async () => {
+  /** Inserts `n` rows, then claims them as w1 at 1,000 with the reply swallowed and the connection cut: the claim commits, w1 never learns. */
+  const loseClaim = async (n: number): Promise<ReadonlyArray<InsertRequest>> => {
     // Opens the claim's connection while replies still pass.
     await viaProxyStore((s) => s.executionsClaim(claim("w1", 500)))
-    const rows = [row(), row(), row()]
+    const rows = Array.from({ length: n }, row)
     await withStore(f, (s) => s.executionsInsert(rows))
     proxy.set("swallow-replies")
     const lost = viaProxyStore((s) => s.executionsClaim(claim("w1", 1_000)))
     await Bun.sleep(300)
     proxy.cut()
     expect(Exit.isFailure(await lost)).toBe(true)
-    // The claim committed: the rows are leased to w1, which never received them.
-    const leased = await withStore(f, (s) => s.executionsList({ state: "running" }))
-    expect(leased.map((e) => e.leaseOwner)).toEqual(["w1", "w1", "w1"])
+    return rows
+  }
 
+  /** With replies passing again, w1's next claim at 2,000 (retried while the pool reconnects). */
+  const claimAgain = async () => {
     proxy.set("pass")
     let again = await viaProxyStore((s) => s.executionsClaim(claim("w1", 2_000)))
     for (let tries = 0; Exit.isFailure(again) && tries < 5; tries++) again = await viaProxyStore((s) => s.executionsClaim(claim("w1", 2_000)))
     expect(Exit.isSuccess(again)).toBe(true)
-    const claimed = Exit.isSuccess(again) ? again.value : []
+    return Exit.isSuccess(again) ? again.value : []
+  }
+
+  test("a claim that committed but lost its reply is released before the next claim, not left leased to nobody", async () => {
+    const rows = await loseClaim(3)
+    // The claim committed: the rows are leased to w1, which never received them.
+    const leased = await withStore(f, (s) => s.executionsList({ state: "running" }))
+    expect(leased.map((e) => e.leaseOwner)).toEqual(["w1", "w1", "w1"])
+
+    const claimed = await claimAgain()
     expect(claimed.map((e) => e.id).sort()).toEqual(rows.map((r) => r.id).sort())
     // Released without charging the lost attempt, then claimed afresh.
     expect(claimed.map((e) => [e.attempt, e.startedAt])).toEqual([[1, 2_000], [1, 2_000], [1, 2_000]])
   }, 20_000)
 
   test("a claim in doubt of an execution asked to cancel meanwhile ends it cancelled, not queued", async () => {
-    await viaProxyStore((s) => s.executionsClaim(claim("w1", 500)))
-    const rows = [row(), row()]
-    await withStore(f, (s) => s.executionsInsert(rows))
-    proxy.set("swallow-replies")
-    const lost = viaProxyStore((s) => s.executionsClaim(claim("w1", 1_000)))
-    await Bun.sleep(300)
-    proxy.cut()
-    expect(Exit.isFailure(await lost)).toBe(true)
+    const rows = await loseClaim(2)
     // Running (leased to w1, which never got it): a cancel is a request.
     const cancel = await withStore(f, (s) => s.executionsCancel({ id: rows[0]!.id, now: 1_500 }))
     expect(cancel).toBe("requested")
 
-    proxy.set("pass")
-    let again = await viaProxyStore((s) => s.executionsClaim(claim("w1", 2_000)))
-    for (let tries = 0; Exit.isFailure(again) && tries < 5; tries++) again = await viaProxyStore((s) => s.executionsClaim(claim("w1", 2_000)))
-    expect(Exit.isSuccess(again) ? again.value.map((e) => e.id) : []).toEqual([rows[1]!.id])
+    expect((await claimAgain()).map((e) => e.id)).toEqual([rows[1]!.id])
     const cancelled = await withStore(f, (s) => s.executionsGet(rows[0]!.id))
     expect([cancelled?.state, cancelled?.attempt, cancelled?.finishedAt]).toEqual(["cancelled", 0, 1_000])
   }, 20_000)
