@@ -50,8 +50,12 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
       now = yield* Clock.currentTimeMillis
       if (woke._tag === "None") break
       // Keep the later due times of the batch too: a due-now wake beside them must not drop them.
-      for (const dueAt of woke.value) if (dueAt > now) nextDueAt = Math.min(nextDueAt, dueAt)
-      if (Math.min(...woke.value) <= now || nextDueAt <= now) break
+      let dueNow = false
+      for (const dueAt of woke.value) {
+        if (dueAt <= now) dueNow = true
+        else if (dueAt < nextDueAt) nextDueAt = dueAt
+      }
+      if (dueNow || nextDueAt <= now) break
     }
     if (nextDueAt <= now) nextDueAt = Infinity
   })

@@ -107,12 +107,12 @@ export const make = Effect.fnUntraced(function*(options: {
       const now = yield* Clock.currentTimeMillis
       let next = Infinity
       for (const slot of slots.values()) {
-        if (slot.recording || slot.reason !== undefined || slot.fiber === undefined) continue
-        if (slot.deadline <= now) {
+        if (slot.recording || slot.reason !== undefined) continue
+        if (slot.deadline <= now && slot.fiber !== undefined) {
           slot.reason = "timeout"
           // Not awaited: the fiber records its own outcome, the sweeper moves on.
           slot.fiber.interruptUnsafe()
-        } else if (slot.deadline < next) next = slot.deadline
+        } else if (slot.deadline < next) next = slot.deadline // (a fiber not yet handed over is looked at again then)
       }
       sweepAt = next
       yield* next === Infinity ? Queue.take(sweeperWake) : Effect.timeoutOption(Queue.take(sweeperWake), next - now)

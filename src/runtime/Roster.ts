@@ -23,13 +23,16 @@ import * as Worker from "./Worker.ts"
 /** The Client service `Roster.layer` provides (also exported at the top level as `Client`). */
 export { Client }
 
+/** Whether a database setting is a PostgreSQL URL (else it is a SQLite file path). */
+export const isPostgresUrl = (db: string): boolean => /^postgres(ql)?:\/\//.test(db)
+
 /** The database a config points at (default `roster.db`). */
 export const databaseOf = (config: RosterConfig): string => config.db ?? "roster.db"
 
 /** The Store Layer for a config: SQLite for a path, PostgreSQL for a postgres:// URL. */
 export const layerStore = (config: RosterConfig): Layer.Layer<Store | ScheduleStore, StoreError> => {
   const db = databaseOf(config)
-  if (/^postgres(ql)?:\/\//.test(db)) return layerPostgres({ url: db })
+  if (isPostgresUrl(db)) return layerPostgres({ url: db })
   return layerSqliteStores({ path: db, synchronous: config.synchronous ?? "FULL" })
 }
 

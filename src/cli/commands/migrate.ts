@@ -7,7 +7,8 @@ import { Effect } from "effect"
 import { Command, Flag } from "effect/cli"
 import { Store } from "../../store/Store.ts"
 import * as RegistryBuilder from "../../runtime/Registry.ts"
-import { databaseOf } from "../../runtime/Roster.ts"
+import type { RosterConfig } from "../../runtime/Config.ts"
+import { databaseOf, isPostgresUrl } from "../../runtime/Roster.ts"
 import { Embedded } from "../Embedded.ts"
 import { loadConfig, loadRegistry, storeLayer } from "../Environment.ts"
 import { printJson, printLine } from "../Output.ts"
@@ -26,9 +27,9 @@ export const migrate = Command.make("migrate", {}, () =>
  * exists: `check` never creates one. A database that cannot be read is reported, not
  * fatal — the apps' validation decides the exit code.
  */
-const unknownJobsIn = (config: Parameters<typeof databaseOf>[0], known: ReadonlyArray<string>) => {
+const unknownJobsIn = (config: RosterConfig, known: ReadonlyArray<string>) => {
   const db = databaseOf(config)
-  if (!/^postgres(ql)?:\/\//.test(db) && !existsSync(db)) return Effect.succeed({ checked: false as const, reason: `no database at ${db} yet` })
+  if (!isPostgresUrl(db) && !existsSync(db)) return Effect.succeed({ checked: false as const, reason: `no database at ${db} yet` })
   return Effect.gen(function*() {
     const store = yield* Store
     return { checked: true as const, unknown: yield* store.executionsUnknownJobs(known) }
