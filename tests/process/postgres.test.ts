@@ -128,6 +128,27 @@ const expectFiresOnce = async (s: PgScratch, scheduleId: string) => {
   return fires
 }
 
+/**
+ * After a server restart or outage nobody repaired: the processes are still up; stopped
+ * in order, they leave everything succeeded, every execution's handler run, a second run
+ * only where a lease expired (an outcome lost with a connection, retried), and each fire
+ * of `schedules` enqueued once.
+ */
+const expectCarriedOn = async (s: PgScratch, scheduler: RosterProcess, workers: ReadonlyArray<RosterProcess>, schedules: ReadonlyArray<string>) => {
+  for (const p of [scheduler, ...workers]) expect(p.exited, `${p.args.join(" ")} exited:\n${tail(p.stderrSoFar())}`).toBe(false)
+  await stop(scheduler)
+  await waitFor("the last fires to run", async () =>
+    (await s.count("SELECT COUNT(*) FROM roster_executions WHERE state IN ('queued', 'running')")) === 0, { timeoutMs: 30_000 })
+  await Promise.all(workers.map(stop))
+  const all = await s.count("SELECT COUNT(*) FROM roster_executions")
+  expect(parseJsonOutput(await s.run(["executions", "count", "--json"]))).toEqual({ queued: 0, running: 0, succeeded: all, failed: 0, cancelled: 0 })
+  expect(await s.count("SELECT COUNT(DISTINCT execution_id) FROM runs")).toBe(all)
+  expect(await s.count(
+    "SELECT COUNT(*) FROM (SELECT execution_id FROM runs GROUP BY execution_id HAVING COUNT(*) > 1) d JOIN roster_executions e ON e.id = d.execution_id WHERE e.attempt = 1"
+  )).toBe(0)
+  for (const id of schedules) await expectFiresOnce(s, id)
+}
+
 describe.skipIf(pg.skip)("Roster on PostgreSQL, as processes", () => {
   let s: PgScratch
   beforeEach(async () => {
@@ -237,21 +258,7 @@ describe.skipIf(pg.skip)("Roster on PostgreSQL, as processes", () => {
     await waitFor("the backlog to drain after the restart", async () => (await succeededBacklog(s)) === total, { timeoutMs: 90_000, intervalMs: 250 })
     await waitFor("a fire after the restart", async () =>
       (await s.count("SELECT COUNT(*) FROM roster_schedule_fires WHERE due_at > $1", restartedAt)) > 0, { timeoutMs: 20_000 })
-    for (const p of [scheduler, ...workers]) expect(p.exited, `${p.args.join(" ")} exited:\n${tail(p.stderrSoFar())}`).toBe(false)
-    await stop(scheduler)
-    await waitFor("the last fires to run", async () =>
-      (await s.count("SELECT COUNT(*) FROM roster_executions WHERE state IN ('queued', 'running')")) === 0, { timeoutMs: 30_000 })
-    await Promise.all(workers.map(stop))
-
-    const all = await s.count("SELECT COUNT(*) FROM roster_executions")
-    expect(parseJsonOutput(await s.run(["executions", "count", "--json"]))).toEqual({ queued: 0, running: 0, succeeded: all, failed: 0, cancelled: 0 })
-    // Nothing lost: every execution's handler ran; a second run only where a lease expired (a lost outcome was retried).
-    expect(await s.count("SELECT COUNT(DISTINCT execution_id) FROM runs")).toBe(all)
-    expect(await s.count(
-      "SELECT COUNT(*) FROM (SELECT execution_id FROM runs GROUP BY execution_id HAVING COUNT(*) > 1) d JOIN roster_executions e ON e.id = d.execution_id WHERE e.attempt = 1"
-    )).toBe(0)
-    await expectFiresOnce(s, "pgprobe/tick-a")
-    await expectFiresOnce(s, "pgprobe/tick-b")
+    await expectCarriedOn(s, scheduler, workers, ["pgprobe/tick-a", "pgprobe/tick-b"])
   }, 180_000)
 
   // The same `pg_ctl` as the restart, split into a stop and a later start.
@@ -279,18 +286,7 @@ describe.skipIf(pg.skip)("Roster on PostgreSQL, as processes", () => {
       await run(startServer!)
     }
     await waitFor("the backlog to drain after the outage", async () => (await succeededBacklog(s)) === total, { timeoutMs: 90_000, intervalMs: 250 })
-    for (const p of [scheduler, ...workers]) expect(p.exited, `${p.args.join(" ")} exited:\n${tail(p.stderrSoFar())}`).toBe(false)
-    await stop(scheduler)
-    await waitFor("the last fires to run", async () =>
-      (await s.count("SELECT COUNT(*) FROM roster_executions WHERE state IN ('queued', 'running')")) === 0, { timeoutMs: 30_000 })
-    await Promise.all(workers.map(stop))
-    const all = await s.count("SELECT COUNT(*) FROM roster_executions")
-    expect(parseJsonOutput(await s.run(["executions", "count", "--json"]))).toEqual({ queued: 0, running: 0, succeeded: all, failed: 0, cancelled: 0 })
-    expect(await s.count("SELECT COUNT(DISTINCT execution_id) FROM runs")).toBe(all)
-    // Outcomes that could not be written during the outage were written afterwards: a second run only where a lease expired.
-    expect(await s.count(
-      "SELECT COUNT(*) FROM (SELECT execution_id FROM runs GROUP BY execution_id HAVING COUNT(*) > 1) d JOIN roster_executions e ON e.id = d.execution_id WHERE e.attempt = 1"
-    )).toBe(0)
-    await expectFiresOnce(s, "pgprobe/tick-a")
+    // Outcomes that could not be written during the outage were written afterwards.
+    await expectCarriedOn(s, scheduler, workers, ["pgprobe/tick-a"])
   }, 180_000)
 })

@@ -20,19 +20,25 @@ const enqueueNaps = async (s: ReturnType<typeof scratch>, count: number, ms: num
 const startedIds = (s: ReturnType<typeof scratch>): Array<string> =>
   s.all<{ execution_id: string }>("SELECT DISTINCT execution_id FROM runs ORDER BY execution_id").map((r) => r.execution_id)
 
+/** Enqueues `count` naps of `ms`, starts a worker with `concurrency` and `graceMs`, waits until it runs a full set, sends SIGTERM; returns the ids that were in flight. */
+const termWithFullSet = async (s: ReturnType<typeof scratch>, o: { count: number; ms: number; concurrency: number; graceMs: number }) => {
+  await enqueueNaps(s, o.count, o.ms)
+  const worker = s.spawn(["worker", "--concurrency", String(o.concurrency)], { env: { ROSTER_GRACE_MS: String(o.graceMs) } })
+  const inFlight = await waitFor("the worker to start a full set of handlers", () => {
+    const ids = startedIds(s)
+    return ids.length === o.concurrency ? ids : undefined
+  })
+  worker.kill("SIGTERM")
+  const result = await worker.wait(30_000)
+  expect(result.code, tail(result.stderr)).toBe(0)
+  return inFlight
+}
+
 describe("SIGTERM", () => {
   test("SIGTERM drains gracefully: in-flight executions finish, nothing new is claimed, exit 0", async () => {
     const s = scratch()
     const concurrency = 5
-    await enqueueNaps(s, 8, 3_000)
-    const worker = s.spawn(["worker", "--concurrency", String(concurrency)], { env: { ROSTER_GRACE_MS: "10000" } })
-    const inFlight = await waitFor("the worker to start a full set of handlers", () => {
-      const ids = startedIds(s)
-      return ids.length === concurrency ? ids : undefined
-    })
-    worker.kill("SIGTERM")
-    const result = await worker.wait(30_000)
-    expect(result.code, tail(result.stderr)).toBe(0)
+    const inFlight = await termWithFullSet(s, { count: 8, ms: 3_000, concurrency, graceMs: 10_000 })
 
     // The in-flight ones were allowed to finish.
     const succeeded = s.all<{ id: string }>("SELECT id FROM roster_executions WHERE state = 'succeeded' ORDER BY id").map((r) => r.id)
@@ -52,15 +58,7 @@ describe("SIGTERM", () => {
   test("past the grace period in-flight work is released without charging an attempt", async () => {
     const s = scratch()
     const concurrency = 5
-    await enqueueNaps(s, 7, 10_000)
-    const worker = s.spawn(["worker", "--concurrency", String(concurrency)], { env: { ROSTER_GRACE_MS: "300" } })
-    const inFlight = await waitFor("the worker to start a full set of handlers", () => {
-      const ids = startedIds(s)
-      return ids.length === concurrency ? ids : undefined
-    })
-    worker.kill("SIGTERM")
-    const result = await worker.wait(30_000)
-    expect(result.code, tail(result.stderr)).toBe(0)
+    const inFlight = await termWithFullSet(s, { count: 7, ms: 10_000, concurrency, graceMs: 300 })
 
     // Released: back to queued, attempt 0, no lease, no attempt row.
     const rows = s.all<{ id: string; state: string; attempt: number; started_at: number | null; lease_expires_at: number | null }>(
