@@ -19,12 +19,12 @@ import type {
   RecordFireRequest,
   RecordFireResult,
   ScheduleSource,
-  ScheduleSpec,
-  SyncResult
+  ScheduleSpec
 } from "../ScheduleStore.ts"
-import { fireKey, ScheduleNotFound, ScheduleReadOnly, ScheduleSourceConflict, ScheduleStore } from "../ScheduleStore.ts"
+import { fireKey, ScheduleStore } from "../ScheduleStore.ts"
 import { StoreError } from "../Store.ts"
-import { bool, definitionChanged, type FireRow, type ScheduleRow, toFire, toSchedule, triggerChanged } from "../ScheduleRow.ts"
+import { bool, type FireRow, type ScheduleRow, toFire, toSchedule } from "../ScheduleRow.ts"
+import { deleteRefusal, isRefusal, notFound, pauseRefusal, planFileSync, syncResultOf, updateOf, upsertRefusal } from "../ScheduleRules.ts"
 import { insertExecutions } from "./ExecutionInsert.ts"
 import { type Int8, numOrNull } from "./PgValues.ts"
 import { operation } from "./PostgresConnection.ts"
@@ -55,68 +55,28 @@ export const makePgScheduleStore = (sql: PgClient.PgClient, options: { readonly 
         VALUES (${spec.id}, ${source}, ${spec.job}, ${spec.payload}, ${spec.cron}, ${spec.everyMs}, ${spec.timezone}, ${spec.enabled}, false,
           ${spec.misfire}, ${spec.misfireCap}, ${spec.overlap}, ${spec.label}, ${spec.description}, ${spec.anchorAt}, ${spec.nextDueAt},
           NULL, NULL, ${now}, ${now})`
-  /** Updates an existing row to `spec`; the next due resets only when the schedule (re)starts or its trigger changed. */
-  const updateFromSpec = (row: ScheduleRow, spec: ScheduleSpec, now: number) =>
-    Effect.gen(function*() {
-      const revived = row.retired_at !== null
-      if (!revived && !definitionChanged(row, spec)) return false
-      const restart = revived || triggerChanged(row, spec) || (!bool(row.enabled) && spec.enabled)
-      yield* writeSpec(spec, restart ? spec.nextDueAt : numOrNull(row.next_due_at), now)
-      return true
-    })
+  /** Updates an existing row to `spec`, when anything changed (ScheduleRules.updateOf). */
+  const updateFromSpec = (row: ScheduleRow, spec: ScheduleSpec, now: number) => {
+    const update = updateOf(row, spec)
+    return update === undefined ? Effect.void : Effect.asVoid(writeSpec(spec, update.nextDueAt, now))
+  }
 
   const syncFile = (specs: ReadonlyArray<ScheduleSpec>, now: number) =>
     locked(Effect.gen(function*() {
-      const rows = new Map((yield* sql<ScheduleRow>`SELECT * FROM roster_schedules ORDER BY id`).map((r) => [r.id, r]))
-      for (const spec of specs) {
-        const row = rows.get(spec.id)
-        if (row && row.source !== "file") {
-          return yield* new ScheduleSourceConflict({
-            id: spec.id,
-            source: "file",
-            existing: row.source,
-            message: `schedule "${spec.id}" is declared in code but a ${row.source} schedule already has this id; rename one of them`
-          })
-        }
-      }
-      const result = { inserted: [] as Array<string>, updated: [] as Array<string>, retired: [] as Array<string>, unchanged: [] as Array<string> }
-      const declared = new Set<string>()
-      for (const spec of specs) {
-        declared.add(spec.id)
-        const row = rows.get(spec.id)
-        if (!row) {
-          yield* insertSpec(spec, "file", now)
-          result.inserted.push(spec.id)
-        } else if (yield* updateFromSpec(row, spec, now)) {
-          result.updated.push(spec.id)
-        } else {
-          result.unchanged.push(spec.id)
-        }
-      }
-      for (const row of rows.values()) {
-        if (row.source === "file" && row.retired_at === null && !declared.has(row.id)) {
-          yield* sql`UPDATE roster_schedules SET retired_at = ${now}, updated_at = ${now} WHERE id = ${row.id}`
-          result.retired.push(row.id)
-        }
-      }
-      return result satisfies SyncResult
+      const plan = planFileSync(new Map((yield* sql<ScheduleRow>`SELECT * FROM roster_schedules ORDER BY id`).map((r) => [r.id, r])), specs)
+      if (isRefusal(plan)) return yield* plan
+      for (const spec of plan.insert) yield* insertSpec(spec, "file", now)
+      for (const { spec, nextDueAt } of plan.update) yield* writeSpec(spec, nextDueAt, now)
+      for (const id of plan.retire) yield* sql`UPDATE roster_schedules SET retired_at = ${now}, updated_at = ${now} WHERE id = ${id}`
+      return syncResultOf(plan)
     }))
 
   const upsert = (spec: ScheduleSpec, source: "studio" | "system", now: number) =>
     locked(Effect.gen(function*() {
       const row = yield* getOne(spec.id)
       if (row) {
-        if (row.source === "system" && source !== "system") {
-          return yield* new ScheduleReadOnly({ id: spec.id, message: `schedule "${spec.id}" is owned by Roster (system) and cannot be edited` })
-        }
-        if (row.source !== source) {
-          return yield* new ScheduleSourceConflict({
-            id: spec.id,
-            source,
-            existing: row.source,
-            message: `schedule "${spec.id}" is a ${row.source} schedule${row.source === "file" ? " declared in code; edit it there" : ""}`
-          })
-        }
+        const refusal = upsertRefusal(row, spec.id, source)
+        if (refusal) return yield* refusal
         yield* updateFromSpec(row, spec, now)
       } else {
         yield* insertSpec(spec, source, now)
@@ -127,16 +87,9 @@ export const makePgScheduleStore = (sql: PgClient.PgClient, options: { readonly 
   const remove = (id: string) =>
     locked(Effect.gen(function*() {
       const row = yield* getOne(id)
-      if (!row) return yield* new ScheduleNotFound({ id, message: `no schedule "${id}"` })
-      if (row.source === "system") return yield* new ScheduleReadOnly({ id, message: `schedule "${id}" is owned by Roster (system) and cannot be deleted` })
-      if (row.source === "file" && row.retired_at === null) {
-        return yield* new ScheduleSourceConflict({
-          id,
-          source: "studio",
-          existing: "file",
-          message: `schedule "${id}" is declared in code; remove it from its schedules.ts (or pause it)`
-        })
-      }
+      if (!row) return yield* notFound(id)
+      const refusal = deleteRefusal(row, id)
+      if (refusal) return yield* refusal
       yield* sql`DELETE FROM roster_schedules WHERE id = ${id}`
       yield* sql`DELETE FROM roster_schedule_fires WHERE schedule_id = ${id}`
     }))
@@ -144,8 +97,9 @@ export const makePgScheduleStore = (sql: PgClient.PgClient, options: { readonly 
   const pause = (id: string, paused: boolean, now: number, nextDueAt: number | null) =>
     locked(Effect.gen(function*() {
       const row = yield* getOne(id)
-      if (!row) return yield* new ScheduleNotFound({ id, message: `no schedule "${id}"` })
-      if (row.source === "system") return yield* new ScheduleReadOnly({ id, message: `schedule "${id}" is owned by Roster (system) and cannot be paused or resumed` })
+      if (!row) return yield* notFound(id)
+      const refusal = pauseRefusal(row, id)
+      if (refusal) return yield* refusal
       if (bool(row.paused) !== paused) {
         yield* sql`UPDATE roster_schedules SET paused = ${paused}, next_due_at = ${paused ? numOrNull(row.next_due_at) : nextDueAt}, updated_at = ${now}
                     WHERE id = ${id}`

@@ -18,17 +18,13 @@ import type {
   StoredSchedule,
   SyncResult
 } from "../ScheduleStore.ts"
-import { fireKey, ScheduleNotFound, ScheduleReadOnly, ScheduleSourceConflict, ScheduleStore } from "../ScheduleStore.ts"
+import type { ScheduleNotFound, ScheduleReadOnly, ScheduleSourceConflict } from "../ScheduleStore.ts"
+import { fireKey, ScheduleStore } from "../ScheduleStore.ts"
 import type { StoreError } from "../Store.ts"
 import { intOrNull } from "../ExecutionRow.ts"
-import { bool, definitionChanged, type FireRow, type ScheduleRow, toFire, toSchedule, triggerChanged } from "../ScheduleRow.ts"
+import { bool, type FireRow, type ScheduleRow, toFire, toSchedule } from "../ScheduleRow.ts"
+import { deleteRefusal, isRefusal, notFound, pauseRefusal, planFileSync, type Refusal, syncResultOf, updateOf, upsertRefusal } from "../ScheduleRules.ts"
 import { makeStatements, toStoreError } from "./SqliteStore.ts"
-
-/** A typed refusal computed inside a transaction (which then commits nothing). */
-type Refusal = ScheduleNotFound | ScheduleReadOnly | ScheduleSourceConflict
-
-const isRefusal = (u: unknown): u is Refusal =>
-  u instanceof ScheduleNotFound || u instanceof ScheduleReadOnly || u instanceof ScheduleSourceConflict
 
 /** Builds the SQLite ScheduleStore over an open, migrated database. */
 export const makeSqliteScheduleStore = (db: Database): ScheduleStore["Service"] => {
@@ -98,65 +94,26 @@ export const makeSqliteScheduleStore = (db: Database): ScheduleStore["Service"] 
       spec.id, source, spec.job, spec.payload, spec.cron, spec.everyMs, spec.timezone, spec.enabled ? 1 : 0, spec.misfire,
       spec.misfireCap, spec.overlap, spec.label, spec.description, spec.anchorAt, spec.nextDueAt, now, now
     )
-  /** Updates an existing row to `spec`; the next due resets only when the schedule (re)starts or its trigger changed. */
-  const updateFromSpec = (row: ScheduleRow, spec: ScheduleSpec, now: number): boolean => {
-    const revived = row.retired_at !== null
-    if (!revived && !definitionChanged(row, spec)) return false
-    const restart = revived || triggerChanged(row, spec) || (!bool(row.enabled) && spec.enabled)
-    writeSpec(spec, restart ? spec.nextDueAt : intOrNull(row.next_due_at), now)
-    return true
+  /** Updates an existing row to `spec`, when anything changed (ScheduleRules.updateOf). */
+  const updateFromSpec = (row: ScheduleRow, spec: ScheduleSpec, now: number): void => {
+    const update = updateOf(row, spec)
+    if (update !== undefined) writeSpec(spec, update.nextDueAt, now)
   }
 
   const syncFile = db.transaction((specs: ReadonlyArray<ScheduleSpec>, now: number): SyncResult | Refusal => {
-    const rows = new Map(allRows.all().map((r) => [r.id, r]))
-    for (const spec of specs) {
-      const row = rows.get(spec.id)
-      if (row && row.source !== "file") {
-        return new ScheduleSourceConflict({
-          id: spec.id,
-          source: "file",
-          existing: row.source,
-          message: `schedule "${spec.id}" is declared in code but a ${row.source} schedule already has this id; rename one of them`
-        })
-      }
-    }
-    const result = { inserted: [] as Array<string>, updated: [] as Array<string>, retired: [] as Array<string>, unchanged: [] as Array<string> }
-    const declared = new Set<string>()
-    for (const spec of specs) {
-      declared.add(spec.id)
-      const row = rows.get(spec.id)
-      if (!row) {
-        insertSpec(spec, "file", now)
-        result.inserted.push(spec.id)
-      } else if (updateFromSpec(row, spec, now)) {
-        result.updated.push(spec.id)
-      } else {
-        result.unchanged.push(spec.id)
-      }
-    }
-    for (const row of rows.values()) {
-      if (row.source === "file" && row.retired_at === null && !declared.has(row.id)) {
-        retire.run(now, now, row.id)
-        result.retired.push(row.id)
-      }
-    }
-    return result
+    const plan = planFileSync(new Map(allRows.all().map((r) => [r.id, r])), specs)
+    if (isRefusal(plan)) return plan
+    for (const spec of plan.insert) insertSpec(spec, "file", now)
+    for (const { spec, nextDueAt } of plan.update) writeSpec(spec, nextDueAt, now)
+    for (const id of plan.retire) retire.run(now, now, id)
+    return syncResultOf(plan)
   })
 
   const upsert = db.transaction((spec: ScheduleSpec, source: "studio" | "system", now: number): StoredSchedule | Refusal => {
     const row = getOne.get(spec.id)
     if (row) {
-      if (row.source === "system" && source !== "system") {
-        return new ScheduleReadOnly({ id: spec.id, message: `schedule "${spec.id}" is owned by Roster (system) and cannot be edited` })
-      }
-      if (row.source !== source) {
-        return new ScheduleSourceConflict({
-          id: spec.id,
-          source,
-          existing: row.source,
-          message: `schedule "${spec.id}" is a ${row.source} schedule${row.source === "file" ? " declared in code; edit it there" : ""}`
-        })
-      }
+      const refusal = upsertRefusal(row, spec.id, source)
+      if (refusal) return refusal
       updateFromSpec(row, spec, now)
     } else {
       insertSpec(spec, source, now)
@@ -166,16 +123,9 @@ export const makeSqliteScheduleStore = (db: Database): ScheduleStore["Service"] 
 
   const remove = db.transaction((id: string): Refusal | undefined => {
     const row = getOne.get(id)
-    if (!row) return new ScheduleNotFound({ id, message: `no schedule "${id}"` })
-    if (row.source === "system") return new ScheduleReadOnly({ id, message: `schedule "${id}" is owned by Roster (system) and cannot be deleted` })
-    if (row.source === "file" && row.retired_at === null) {
-      return new ScheduleSourceConflict({
-        id,
-        source: "studio",
-        existing: "file",
-        message: `schedule "${id}" is declared in code; remove it from its schedules.ts (or pause it)`
-      })
-    }
+    if (!row) return notFound(id)
+    const refusal = deleteRefusal(row, id)
+    if (refusal) return refusal
     deleteSchedule.run(id)
     deleteFires.run(id)
     return undefined
@@ -183,8 +133,9 @@ export const makeSqliteScheduleStore = (db: Database): ScheduleStore["Service"] 
 
   const pause = db.transaction((id: string, paused: boolean, now: number, nextDueAt: number | null): StoredSchedule | Refusal => {
     const row = getOne.get(id)
-    if (!row) return new ScheduleNotFound({ id, message: `no schedule "${id}"` })
-    if (row.source === "system") return new ScheduleReadOnly({ id, message: `schedule "${id}" is owned by Roster (system) and cannot be paused or resumed` })
+    if (!row) return notFound(id)
+    const refusal = pauseRefusal(row, id)
+    if (refusal) return refusal
     if (bool(row.paused) !== paused) {
       setPaused.run(paused ? 1 : 0, paused ? intOrNull(row.next_due_at) : nextDueAt, now, id)
     }
