@@ -57,14 +57,18 @@ export const requireService = (name: Service): { skip: boolean; reason: string }
 /**
  * argv that restarts the test PostgreSQL server (`pg_ctl restart -w`), run as the
  * cluster's OS user when we are root; `undefined` unless `ROSTER_TEST_PG_CTL` and
- * `ROSTER_TEST_PG_DATA` are set. Passes `-l $ROSTER_TEST_PG_LOG` when set: a server
+ * `ROSTER_TEST_PG_DATA` are set (under `CI=true` their absence throws). Passes `-l $ROSTER_TEST_PG_LOG` when set: a server
  * started without `-l` keeps the spawner's stdout/stderr open, so piped output never
  * ends. (`.ci/run`'s `ROSTER_TEST_PG_CTL` is a wrapper that always adds `-l`.)
  */
 export const pgRestartCommand = (): Array<string> | undefined => {
   const pgCtl = nonEmpty(process.env.ROSTER_TEST_PG_CTL)
   const dataDir = nonEmpty(process.env.ROSTER_TEST_PG_DATA)
-  if (pgCtl === undefined || dataDir === undefined) return undefined
+  if (pgCtl === undefined || dataDir === undefined) {
+    // As for a missing service: under CI the server restart and outage tests must run, not skip.
+    if (process.env.CI === "true") throw new Error("ROSTER_TEST_PG_CTL and ROSTER_TEST_PG_DATA are required when CI=true")
+    return undefined
+  }
   const user = nonEmpty(process.env.ROSTER_TEST_PG_USER)
   const asUser = user !== undefined && process.getuid?.() === 0 ? ["runuser", "-u", user, "--"] : []
   const log = nonEmpty(process.env.ROSTER_TEST_PG_LOG)
