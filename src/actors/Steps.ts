@@ -9,13 +9,16 @@
  * but before its result was stored runs again on retry; hand `ctx.stepKey(name)` to
  * the provider as its idempotency key.
  */
-import { Clock, Effect, Schema } from "effect"
+import { Clock, type Context, Effect, Schema } from "effect"
 import type { JobContext } from "../jobs/Job.ts"
 import type { Execution, Step } from "../store/Execution.ts"
 import type { Store } from "../store/Store.ts"
 
-/** Builds the handler context of one attempt. */
-export const makeContext = (store: Store["Service"], execution: Execution): JobContext => {
+/**
+ * Builds the handler context of one attempt; `context` is the execution's own (its log
+ * annotations and capture logger), which `ctx.log` writes through.
+ */
+export const makeContext = (store: Store["Service"], execution: Execution, context: Context.Context<never>): JobContext => {
   const used = new Set<string>()
   let stored: Map<string, Step> | undefined
   const load = Effect.gen(function*() {
@@ -49,6 +52,7 @@ export const makeContext = (store: Store["Service"], execution: Execution): JobC
     maxAttempts: execution.maxAttempts,
     scheduleId: execution.scheduleId,
     step,
-    stepKey: (name) => `${execution.id}:${name}`
+    stepKey: (name) => `${execution.id}:${name}`,
+    log: (message, level = "Info") => Effect.runSyncWith(context)(Effect.logWithLevel(level)(message))
   }
 }

@@ -24,11 +24,21 @@ import { JobTimeout, UndecodablePayload } from "../jobs/errors.ts"
 import { type Execution, type ExecutionError, UnparsedPayload } from "../store/Execution.ts"
 import type { Outcome } from "../store/Store.ts"
 import { Store } from "../store/Store.ts"
+import * as ExecutionSpan from "./ExecutionSpan.ts"
 import * as Metrics from "./Metrics.ts"
 import type { LogSink } from "./LogSink.ts"
 import type { Recorder } from "./Recorder.ts"
 import { makeContext } from "./Steps.ts"
+
+/** The app of a job id (`<app>/<job>`). */
+const appOf = (job: string): string => {
+  const slash = job.indexOf("/")
+  return slash < 0 ? job : job.slice(0, slash)
+}
 import { failureMessage, jsonCodecOf } from "../jobs/JsonCodec.ts"
+
+/** The context each app's handlers run in, by app (built by runtime/Services.ts). */
+export type HandlerContexts = (app: string) => Context.Context<never>
 
 /** Why an in-flight execution is being interrupted. */
 export type InterruptReason = "cancel" | "shutdown" | "lost"
@@ -80,9 +90,13 @@ export const make = Effect.fnUntraced(function*(options: {
   readonly workerId: string
   /** Captures handler logs; without one, logs only reach the process's output. */
   readonly logSink?: LogSink | undefined
+  /** The context each app's handlers run in (Services.ts); default: the pool's own, less the Store. */
+  readonly contexts?: HandlerContexts | undefined
 }) {
   const store = yield* Store
   const { registry, recorder, workerId, logSink } = options
+  const own = Context.omit(Store)(yield* Effect.context<never>()) as Context.Context<never>
+  const contexts: HandlerContexts = options.contexts ?? (() => own)
   const fibers = yield* FiberSet.make()
   // Loggers of every execution: the process's own plus the LogSink's capture logger, built once.
   const loggers = logSink === undefined ? undefined : new Set([...(yield* Logger.CurrentLoggers), logSink.logger])
@@ -131,10 +145,12 @@ export const make = Effect.fnUntraced(function*(options: {
         return yield* new UndecodablePayload({ message: `stored payload does not match ${job.id}'s schema: ${failureMessage(decoded)}` })
       }
       const payload = decoded.value
-      const ctx = makeContext(store, execution)
-      // Roster's own Jobs (e.g. roster/prune) use the Store, provided with the execution's context.
-      const r = job.handler(payload, ctx)
-      const result = yield* (Effect.isEffect(r) ? r : Effect.tryPromise({ try: () => r, catch: (e) => e }))
+      const ctx = makeContext(store, execution, yield* Effect.context<never>())
+      // What the handler requires is in the execution's context (its app's services).
+      const result = yield* ExecutionSpan.around(execution, () => {
+        const r = job.handler(payload, ctx) as Effect.Effect<unknown, unknown> | Promise<unknown>
+        return Effect.isEffect(r) ? r : Effect.tryPromise({ try: () => r, catch: (e) => e })
+      })
       if (job.result === undefined) return JSON.stringify(result === undefined ? null : result)
       const encoded = jsonCodecOf(job.result).encode(result)
       if (encoded._tag === "Failure") {
@@ -192,14 +208,16 @@ export const make = Effect.fnUntraced(function*(options: {
           Effect.catch((e) => Effect.as(Effect.logError(`could not record the outcome of ${execution.id}: ${e.message}; its lease will expire and it will be retried`), true))
         )
         if (!applied) yield* Effect.logWarning(`lease on ${execution.id} (${execution.job}) was lost before its outcome was recorded; the outcome is dropped`)
-      }).pipe(Effect.updateContext((context: Context.Context<never>) => executionContext(context, execution)))
+      }).pipe(Effect.updateContext((_: Context.Context<never>) => executionContext(execution)))
     )
 
   /**
-   * An execution's context in one update: its log annotations, the capture logger (when
-   * there is a LogSink) and the Store (for Roster's own Jobs; user handlers need nothing).
+   * An execution's context in one step: its app's handler context (its services, and
+   * nothing of Roster's internals), its log annotations and the capture logger (when
+   * there is a LogSink).
    */
-  const executionContext = (context: Context.Context<never>, execution: Execution): Context.Context<never> => {
+  const executionContext = (execution: Execution): Context.Context<never> => {
+    const context = contexts(appOf(execution.job))
     const annotations = Context.get(context, References.CurrentLogAnnotations)
     const withAnnotations = Context.add(context, References.CurrentLogAnnotations, {
       ...annotations,
@@ -207,8 +225,7 @@ export const make = Effect.fnUntraced(function*(options: {
       job: execution.job,
       attempt: execution.attempt
     })
-    const withStore = Context.add(withAnnotations, Store, store)
-    return (loggers === undefined ? withStore : Context.add(withStore, Logger.CurrentLoggers, loggers)) as Context.Context<never>
+    return (loggers === undefined ? withAnnotations : Context.add(withAnnotations, Logger.CurrentLoggers, loggers)) as Context.Context<never>
   }
 
   const pool: WorkerPool = {

@@ -1,6 +1,6 @@
 /**
  * The entry a `roster build` binary starts from. It imports the project's
- * roster.config.ts and every app's jobs.ts and schedules.ts statically — so the bundler
+ * roster.config.ts and every app's jobs.ts, schedules.ts and services.ts statically — so the bundler
  * puts them, and the packages they import, inside the binary — and hands them to the
  * CLI's `run`. It is regenerated on every build into `.roster/build/entry.ts` inside the
  * project (gitignored), where the project's own packages resolve.
@@ -33,7 +33,7 @@ export interface EntryPlan {
 /** The app modules under `appsDir`, found as the runtime finds them, apps in name order. */
 export const appModulesOnDisk = (projectDir: string, appsDir: string): ReadonlyArray<EntryModule> => {
   const dir = resolve(projectDir, appsDir)
-  const fileNames: ReadonlyArray<AppFile> = ["jobs.ts", "schedules.ts"]
+  const fileNames: ReadonlyArray<AppFile> = ["jobs.ts", "schedules.ts", "services.ts"]
   return fileNames
     .flatMap((fileName) => appFilesOnDisk(dir, fileName).map(({ app, file }) => ({ app, fileName, path: file })))
     .sort((a, b) => (a.app === b.app ? 0 : a.app < b.app ? -1 : 1))

@@ -1,13 +1,14 @@
 /**
- * Finds apps: `<appsDir>/<app>/jobs.ts` exports the app's Jobs and
- * `<appsDir>/<app>/schedules.ts` its Schedules. The modules are imported from disk, or,
+ * Finds apps: `<appsDir>/<app>/jobs.ts` exports the app's Jobs,
+ * `<appsDir>/<app>/schedules.ts` its Schedules and `<appsDir>/<app>/services.ts`
+ * (optional) a default-exported Layer with the services its handlers require. The modules are imported from disk, or,
  * in a binary made by `roster build`, taken from the ones it imported statically
  * ({@link EmbeddedApps}); either way they go through the same validation. Apps are
  * visited in name order so every process sees the same Registry. Discovery fails —
  * it never skips — on a jobs module that cannot be imported or exports no Job, or on
  * a Job whose app segment is not the folder it lives in.
  */
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { existsSync, readdirSync, statSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { isJob } from "./Job.ts"
@@ -19,7 +20,14 @@ import { InvalidDefinition } from "./errors.ts"
 export type ModuleExports = Readonly<Record<string, unknown>>
 
 /** The files discovery reads in each app folder. */
-export type AppFile = "jobs.ts" | "schedules.ts"
+export type AppFile = "jobs.ts" | "schedules.ts" | "services.ts"
+
+/** An app's services: the Layer `<app>/services.ts` exports by default, and that file. */
+export interface AppServices {
+  readonly app: string
+  readonly file: string
+  readonly layer: Layer.Layer<any, any, any>
+}
 
 /** The app folders under `appsDir`, in name order. */
 export const appFolders = (appsDir: string): ReadonlyArray<string> =>
@@ -113,3 +121,13 @@ export const discoverJobs = (source: AppsSource): Effect.Effect<Array<SourcedJob
 export const discoverSchedules = (source: AppsSource): Effect.Effect<Array<SourcedSchedule>, InvalidDefinition> =>
   Effect.map(discover({ source, fileName: "schedules.ts", noun: "Schedule", maker: "JobSchedule.make", guard: isJobSchedule }), (found) =>
     found.map(({ value, file }) => ({ schedule: value, file })))
+
+/** Loads every app's services.ts (optional): its `export default` must be a Layer. */
+export const discoverServices = (source: AppsSource): Effect.Effect<Array<AppServices>, InvalidDefinition> =>
+  typeof source === "string" && !existsSync(source)
+    ? Effect.succeed([])
+    : Effect.flatMap(modulesOf(source, "services.ts"), (found) =>
+      Effect.forEach(found, ({ app, file, exports }) =>
+        Layer.isLayer(exports["default"])
+          ? Effect.succeed({ app, file, layer: exports["default"] as Layer.Layer<any, any, any> })
+          : Effect.fail(new InvalidDefinition({ file, message: `${file} must \`export default\` a Layer providing the services of app "${app}"'s handlers` }))))

@@ -1,7 +1,8 @@
 /**
  * Turns how an attempt ended into a stored error and a verdict: may it be retried?
  * Permanent: `Job.permanent(...)`, an undecodable stored payload, an invalid result,
- * or any error the Job's `retryable` predicate rejects. Transient: other failures,
+ * a service the handler requires that nothing provides (no retry can fix it), or any
+ * error the Job's `retryable` predicate rejects. Transient: other failures,
  * timeouts, lost leases and defects (thrown exceptions, kept with their stack).
  */
 import { Cause } from "effect"
@@ -42,7 +43,24 @@ export const classify = (job: Job | undefined, cause: Cause.Cause<unknown>): Exe
   }
   const defect = Cause.findDefect(cause)
   const dieValue = defect._tag === "Success" ? defect.success : undefined
+  const missing = missingService(dieValue)
+  if (missing !== undefined) {
+    const app = job?.app ?? "<app>"
+    return {
+      tag: "MissingService",
+      message: `${job?.id ?? "the handler"} requires the service ${missing}, which nothing provides: add it to apps/${app}/services.ts or config services`,
+      retryable: false,
+      pretty
+    }
+  }
   return { tag: "Defect", message: dieValue === undefined ? pretty.split("\n")[0] ?? "defect" : messageOf(dieValue), retryable: true, pretty }
+}
+
+/** The service key of Effect's "Service not found" defect, if that is what `u` is. */
+const missingService = (u: unknown): string | undefined => {
+  if (!(u instanceof Error)) return undefined
+  const m = /^Service not found(?:: (.+))?$/.exec(u.message)
+  return m ? m[1] ?? "(unnamed)" : undefined
 }
 
 const safePredicate = (job: Job, error: unknown): boolean => {

@@ -28,16 +28,31 @@ export interface JobContext {
   ) => Effect.Effect<A, E>
   /** A stable key (execution id + step name) to hand to an external provider as its idempotency key. */
   readonly stepKey: (name: string) => string
+  /**
+   * Writes a log line persisted with the execution (and sent to the process's output),
+   * for Promise handlers; an Effect handler uses `Effect.log*`, which is captured alike.
+   */
+  readonly log: (message: string, level?: LogLevel) => void
 }
 
-/** A handler may return an Effect or, for apps not written with Effect, a Promise. */
-export type Handler<P, R, E> = (payload: P, ctx: JobContext) => Effect.Effect<R, E> | Promise<R>
+/** Levels of {@link JobContext.log}. */
+export type LogLevel = "Debug" | "Info" | "Warn" | "Error"
+
+/**
+ * A handler may return an Effect or, for apps not written with Effect, a Promise. `R`
+ * is what the handler requires (the app's services): the worker provides it from
+ * `apps/<app>/services.ts` or config `services`, and `Roster.layer` requires it.
+ */
+export type Handler<P, A, E, R = never> = (payload: P, ctx: JobContext) => Effect.Effect<A, E, R> | Promise<A>
 
 /** Any payload or result Schema: a codec whose encoded side is made JSON-safe by Roster. */
 export type AnySchema = Schema.Codec<any, any>
 
-/** A Job definition. */
-export interface Job<P extends AnySchema = AnySchema, R extends AnySchema = AnySchema, E = unknown> {
+/**
+ * A Job definition: `P` its payload Schema, `S` its result Schema, `E` what its handler
+ * fails with and `R` what its handler requires.
+ */
+export interface Job<P extends AnySchema = AnySchema, S extends AnySchema = AnySchema, E = unknown, R = any> {
   readonly _tag: "Job"
   /** `<app>/<job>`, both kebab-case. */
   readonly id: string
@@ -46,29 +61,32 @@ export interface Job<P extends AnySchema = AnySchema, R extends AnySchema = AnyS
   readonly label: string
   readonly description: string
   readonly payload: P
-  readonly result: R | undefined
+  readonly result: S | undefined
   readonly queue: string
   readonly timeoutMs: number
   readonly retry: RetryPolicy
   readonly priority: number
   /** Whether a failure may be retried; `Job.permanent(...)` is never retried whatever this says. */
   readonly retryable: (error: unknown) => boolean
-  readonly handler: Handler<Schema.Schema.Type<P>, Schema.Schema.Type<R>, E>
+  readonly handler: Handler<Schema.Schema.Type<P>, Schema.Schema.Type<S>, E, R>
 }
 
+/** What a Job's handler requires (never for a Promise handler or one that needs nothing). */
+export type Requirements<J> = J extends Job<any, any, any, infer R> ? R : never
+
 /** Options of {@link make}. */
-export interface JobOptions<P extends AnySchema, R extends AnySchema, E> {
+export interface JobOptions<P extends AnySchema, S extends AnySchema, E, R> {
   readonly id: string
   readonly label?: string
   readonly description?: string
   readonly payload: P
-  readonly result?: R
+  readonly result?: S
   readonly queue?: string
   readonly timeout?: Duration.Input
   readonly retry?: RetryPolicy
   readonly priority?: number
   readonly retryable?: (error: unknown) => boolean
-  readonly handler: Handler<Schema.Schema.Type<P>, Schema.Schema.Type<R>, E>
+  readonly handler: Handler<Schema.Schema.Type<P>, Schema.Schema.Type<S>, E, R>
 }
 
 const kebab = /^[a-z0-9]+(?:-[a-z0-9]+)*$/
@@ -85,9 +103,9 @@ export const parseId = (id: string): { readonly app: string; readonly name: stri
 }
 
 /** Defines a Job. Throws a RangeError on a malformed id, since a definition is code, not input. */
-export const make = <P extends AnySchema, R extends AnySchema = typeof Schema.Unknown, E = never>(
-  options: JobOptions<P, R, E>
-): Job<P, R, E> => {
+export const make = <P extends AnySchema, S extends AnySchema = typeof Schema.Unknown, E = never, R = never>(
+  options: JobOptions<P, S, E, R>
+): Job<P, S, E, R> => {
   const parsed = parseId(options.id)
   if (!parsed) throw new RangeError(`Job id "${options.id}" must be <app>/<job>, both kebab-case`)
   const timeoutMs = options.timeout === undefined ? 300_000 : Duration.toMillis(Duration.fromInputUnsafe(options.timeout))

@@ -5,6 +5,7 @@
  * a newer worker knows.
  */
 import type { Job } from "./Job.ts"
+import type { AppServices } from "./Discovery.ts"
 import type { CheckedSchedule } from "./JobSchedule.ts"
 import { isKebab } from "./Job.ts"
 import type { QueueConfig } from "./QueueConfig.ts"
@@ -18,6 +19,8 @@ export interface Registry {
   readonly sources: ReadonlyMap<string, string>
   /** The file Schedules, validated against the Jobs (payloads encoded). */
   readonly schedules: ReadonlyArray<CheckedSchedule>
+  /** Each app's services.ts, when it has one (keyed by app). */
+  readonly services: ReadonlyMap<string, AppServices>
 }
 
 /** A Job with the file it was found in, if any. */
@@ -63,7 +66,7 @@ export const make = (options: {
     jobs.set(job.id, job)
     if (file) sources.set(job.id, file)
   }
-  return { jobs, queues, sources, schedules: [] }
+  return { jobs, queues, sources, schedules: [], services: new Map() }
 }
 
 /** Whether `make` returned an error. */

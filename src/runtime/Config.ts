@@ -1,9 +1,12 @@
 /**
- * Configuration: `roster.config.ts` (a typed `defineConfig`) overridden by `ROSTER_*`
- * environment variables, overridden in turn by CLI flags. Everything has a default,
- * so an app with only an `apps/` folder runs on `roster.db` in the working directory.
+ * Configuration, one rule for every way Roster starts (docs/operations.md):
+ * defaults < `roster.config.ts` (or the one a `roster build` binary carries) < the
+ * config an embedding app passes to `Roster.layer` / `Roster.open` < `ROSTER_*`
+ * environment variables < CLI flags. Everything has a default, so an app with only an
+ * `apps/` folder runs on `roster.db` in the working directory, and an app and a
+ * `roster worker` started in one folder with one environment use one database.
  */
-import { Effect } from "effect"
+import { Effect, type Layer } from "effect"
 import { existsSync } from "node:fs"
 import { resolve } from "node:path"
 import type { Job } from "../jobs/Job.ts"
@@ -51,6 +54,11 @@ export interface RosterConfig {
   /** SQLite durability: FULL (default) or NORMAL. */
   readonly synchronous?: "FULL" | "NORMAL"
   readonly worker?: Partial<WorkerSettings>
+  /**
+   * Services for every app's handlers, built once per worker process (beside each
+   * app's own `apps/<app>/services.ts`) and closed at shutdown after in-flight work.
+   */
+  readonly services?: Layer.Layer<any, any, never>
 }
 
 /** Typed helper for roster.config.ts. */
@@ -118,7 +126,35 @@ export const applyEnv = (config: RosterConfig) =>
   })
 
 /** Loads `roster.config.ts` from `cwd` if present, then applies the environment. */
-export const load = (cwd: string = process.cwd()) =>
+export const load = (cwd: string = process.cwd()) => Effect.flatMap(loadFile(cwd), applyEnv)
+
+/**
+ * Lays `over` on top of `under`: a key `over` sets wins; `queues` and `worker` merge
+ * key by key, so a queue declared only in roster.config.ts still exists.
+ */
+export const merge = (under: RosterConfig, over: RosterConfig): RosterConfig => {
+  const defined = Object.fromEntries(Object.entries(over).filter(([, v]) => v !== undefined)) as RosterConfig
+  return {
+    ...under,
+    ...defined,
+    queues: under.queues || over.queues ? { ...under.queues, ...over.queues } : undefined,
+    worker: under.worker || over.worker ? { ...under.worker, ...over.worker } : undefined,
+    retention: under.retention || over.retention ? { ...under.retention, ...over.retention } : undefined
+  }
+}
+
+/** Where an embedding app's config is completed from: roster.config.ts in `dir` (default the working directory), or none. */
+export type ConfigDir = string | false
+
+/** The config an embedding app runs with: roster.config.ts under the app's own config, then ROSTER_*. */
+export const resolveEmbedded = (config: RosterConfig, dir: ConfigDir = process.cwd()) =>
+  Effect.gen(function*() {
+    const file = dir === false ? {} : yield* loadFile(dir)
+    return yield* applyEnv(merge(file, config))
+  })
+
+/** `roster.config.ts` in `cwd` as written (no environment), or `{}` when there is none. */
+export const loadFile = (cwd: string) =>
   Effect.gen(function*() {
     const file = resolve(cwd, "roster.config.ts")
     let config: RosterConfig = {}
@@ -130,5 +166,5 @@ export const load = (cwd: string = process.cwd()) =>
       if (!mod.default) return yield* new InvalidDefinition({ file, message: `${file} must \`export default defineConfig({...})\`` })
       config = mod.default
     }
-    return yield* applyEnv(config)
+    return config
   })

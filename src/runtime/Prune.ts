@@ -20,7 +20,7 @@ export const defaultFailedMs = 30 * 86_400_000
 
 const Retention = Schema.Struct({ succeededMs: Schema.Number, failedMs: Schema.Number })
 
-/** The prune Job. Its handler uses the Store, which the WorkerPool provides to every handler. */
+/** The prune Job. Its handler requires the Store, which the worker provides to Roster's own app (Services.ts). */
 export const pruneJob = Job.make({
   id: "roster/prune",
   label: "Prune finished executions",
@@ -41,7 +41,7 @@ export const pruneJob = Job.make({
       }
       yield* Effect.logInfo(`pruned ${deleted} finished execution(s)`)
       return { deleted }
-    }) as Effect.Effect<{ deleted: number }, unknown>
+    })
 })
 
 /** The retention a config asks for. */

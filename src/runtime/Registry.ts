@@ -1,11 +1,12 @@
 /**
  * Builds a process's Registry from config: Jobs and Schedules given in code, or
- * discovered under the apps folder (or among the apps a `roster build` binary carries);
- * queues from config; Roster's own Jobs added. Any problem fails startup with one
+ * discovered under the apps folder (or among the apps a `roster build` binary carries),
+ * with each app's services.ts; queues from config; Roster's own Jobs added. Any problem fails startup with one
  * message naming the file and the id.
  */
 import { Effect } from "effect"
-import { discoverJobs, discoverSchedules, type EmbeddedApps } from "../jobs/Discovery.ts"
+import { InvalidDefinition } from "../jobs/errors.ts"
+import { discoverJobs, discoverSchedules, discoverServices, type EmbeddedApps } from "../jobs/Discovery.ts"
 import { validateSchedules, type JobSchedule } from "../jobs/JobSchedule.ts"
 import { fromConfig } from "../jobs/QueueConfig.ts"
 import * as Registry from "../jobs/Registry.ts"
@@ -28,5 +29,12 @@ export const build = (config: RosterConfig, embedded?: EmbeddedApps) =>
       : yield* discoverSchedules(source)
     const checked = validateSchedules({ schedules, jobs: registry.jobs })
     if (!Array.isArray(checked)) return yield* Effect.fail(checked as Exclude<typeof checked, ReadonlyArray<unknown>>)
-    return { ...registry, schedules: checked } satisfies Registry.Registry
+    // Apps built in code get their services from config `services` (or the embedding app).
+    const services = fromCode ? [] : yield* discoverServices(source)
+    for (const s of services) {
+      if (![...registry.jobs.values()].some((j) => j.app === s.app)) {
+        return yield* new InvalidDefinition({ file: s.file, message: `${s.file} provides services for app "${s.app}", which defines no Job` })
+      }
+    }
+    return { ...registry, schedules: checked, services: new Map(services.map((s) => [s.app, s])) } satisfies Registry.Registry
   })

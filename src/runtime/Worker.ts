@@ -3,6 +3,9 @@
  * Reaper, a LogSink and a change watcher (SQLite's data_version, PostgreSQL's
  * LISTEN/NOTIFY), each supervised and forked into the layer's scope.
  *
+ * Handlers run with their app's services (Services.ts), built once at start in the
+ * worker's scope; a services Layer that fails to build fails the start, naming its file.
+ *
  * Shutdown, when the scope closes (SIGTERM/SIGINT under runMain, or an embedding app
  * releasing its Layer): stop claiming, let in-flight handlers finish within the grace
  * period, then interrupt the rest and release their leases (back to queued, the attempt
@@ -26,6 +29,7 @@ import { Store } from "../store/Store.ts"
 import * as Breaker from "./Breaker.ts"
 import { workerSettings, type WorkerSettings } from "./Config.ts"
 import { Core } from "./Core.ts"
+import * as Services from "./Services.ts"
 
 /** Options of a worker. */
 export interface WorkerOptions {
@@ -65,8 +69,10 @@ export const start = Effect.fnUntraced(function*(options: WorkerOptions = {}) {
     if (!q) return yield* new InvalidDefinition({ message: `queue "${name}" is not declared (declared: ${[...core.registry.queues.keys()].join(", ")})` })
     queues.push(options.concurrency ? { name, concurrency: options.concurrency } : q)
   }
+  // Built before the actors, so closed after them: at shutdown, after in-flight work.
+  const contexts = yield* Services.build()
   const logSink = yield* LogSink.make({ capacity: settings.logCapacity, flushMs: settings.logFlushMs })
-  const pool = yield* WorkerPool.make({ registry: core.registry, recorder: core.recorder, workerId, logSink })
+  const pool = yield* WorkerPool.make({ registry: core.registry, recorder: core.recorder, workerId, logSink, contexts })
   const { run, broken } = yield* Breaker.make
   const dispatchers: Array<Fiber.Fiber<void>> = []
   const wakes: Array<(at: number) => void> = []
