@@ -53,7 +53,8 @@ export const build = Command.make(
       const appsDir = RegistryBuilder.appsDirOf(config)
       const configFile = resolve(projectDir, "roster.config.ts")
       const plan = {
-        cliMain: resolve(import.meta.dir, "../main.ts"),
+        // From the package, this module is dist/cli/commands/build.js next to main.js.
+        cliMain: resolve(import.meta.dir, import.meta.path.endsWith(".js") ? "../main.js" : "../main.ts"),
         configFile: existsSync(configFile) ? configFile : undefined,
         appsDir,
         // Jobs given in code come in through roster.config.ts; the apps folder is then not used.
