@@ -9,6 +9,7 @@ import { Effect } from "effect"
 import { failureMessage, jsonCodecOf } from "../jobs/JsonCodec.ts"
 import type { Job } from "../jobs/Job.ts"
 import { InvalidPayload, NotJsonSafe, PayloadTooLarge } from "../jobs/errors.ts"
+import { traceContextOf } from "../actors/ExecutionSpan.ts"
 import type { Execution } from "../store/Execution.ts"
 import type { InsertRequest } from "../store/Store.ts"
 
@@ -54,28 +55,35 @@ export const normaliseKey = (key: string | undefined | null): string | null => {
   return k ? k : null
 }
 
-/** Prepares the row for one enqueue. */
+/**
+ * Prepares the row for one enqueue. The current span (if any) is stored as the row's
+ * trace context, so the run continues the enqueue's trace (see ExecutionSpan).
+ */
 export const prepare = (job: Job, payload: unknown, options: EnqueueOptions, now: number, maxBytes: number) =>
-  Effect.map(encodePayload(job, payload, maxBytes), (text): InsertRequest => {
-    const runAt = options.runAt instanceof Date ? options.runAt.getTime() : options.runAt ?? now + Math.max(0, options.delayMs ?? 0)
-    return {
-      id: newId(now),
-      job: job.id,
-      queue: job.queue,
-      payload: text,
-      priority: options.priority ?? job.priority,
-      retry: job.retry.snapshot,
-      timeoutMs: job.timeoutMs,
-      runAt,
-      now,
-      idempotencyKey: normaliseKey(options.idempotencyKey)
-    }
-  })
+  Effect.withFiber((fiber) =>
+    Effect.map(encodePayload(job, payload, maxBytes), (text): InsertRequest => {
+      const runAt = options.runAt instanceof Date ? options.runAt.getTime() : options.runAt ?? now + Math.max(0, options.delayMs ?? 0)
+      return {
+        id: newId(now),
+        job: job.id,
+        queue: job.queue,
+        payload: text,
+        priority: options.priority ?? job.priority,
+        retry: job.retry.snapshot,
+        timeoutMs: job.timeoutMs,
+        runAt,
+        now,
+        idempotencyKey: normaliseKey(options.idempotencyKey),
+        traceContext: traceContextOf(fiber.context)
+      }
+    })
+  )
 
 /**
  * The row of a manual retry: a new execution with the original's payload, job, queue,
  * priority and policy, due now, linked to the original, and with a new idempotency key
- * (derived from the original's) when it had one.
+ * (derived from the original's) when it had one. It keeps the original's trace context:
+ * the retry is more of the work the original enqueue asked for.
  */
 export const prepareRetry = (original: Execution, now: number): InsertRequest => {
   const id = newId(now)
@@ -92,7 +100,8 @@ export const prepareRetry = (original: Execution, now: number): InsertRequest =>
     idempotencyKey: original.idempotencyKey === null ? null : `${original.idempotencyKey}:retry:${id}`,
     scheduleId: original.scheduleId,
     fireAt: original.fireAt,
-    retryOf: original.id
+    retryOf: original.id,
+    traceContext: original.traceContext
   }
 }
 

@@ -15,6 +15,7 @@ import type { InsertResult } from "../store/Store.ts"
 import { StoreError } from "../store/Store.ts"
 import { Core } from "./Core.ts"
 import { defaultMaxPayloadBytes, encodePayload, newId } from "./Enqueue.ts"
+import { traceContextOf } from "../actors/ExecutionSpan.ts"
 
 /** A studio Schedule as given to create or update. */
 export interface StudioScheduleInput {
@@ -125,7 +126,9 @@ export const Schedules = {
         runAt: now,
         now,
         idempotencyKey: null,
-        scheduleId: id
+        scheduleId: id,
+        // "Run now" continues the trace of whoever asked (a dashboard request, an app's span).
+        traceContext: traceContextOf(yield* Effect.context<never>())
       }])
       if (!r) return yield* new StoreError({ message: "insert returned no row" })
       return r satisfies InsertResult

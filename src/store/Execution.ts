@@ -56,6 +56,11 @@ export interface Execution {
   readonly fireAt: number | null
   /** The execution this one is a manual retry of. */
   readonly retryOf: string | null
+  /**
+   * The trace context of the enqueue that made it, as a W3C `traceparent`
+   * (`00-<trace id>-<span id>-<flags>`); null when the enqueue ran outside a span.
+   */
+  readonly traceContext: string | null
   readonly result: unknown
   readonly error: ExecutionError | null
 }

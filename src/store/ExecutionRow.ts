@@ -33,6 +33,7 @@ export interface ExecutionRow {
   schedule_id: string | null
   fire_at: Int | null
   retry_of: string | null
+  trace_context: string | null
   result: string | null
   error: string | null
 }
@@ -77,6 +78,7 @@ export const toExecution = (r: ExecutionRow): Execution => ({
   scheduleId: r.schedule_id,
   fireAt: intOrNull(r.fire_at),
   retryOf: r.retry_of,
+  traceContext: r.trace_context ?? null,
   result: parseJson(r.result),
   error: parseJson(r.error) as Execution["error"]
 })

@@ -51,6 +51,8 @@ export interface InsertRequest {
   readonly scheduleId?: string | null
   readonly fireAt?: number | null
   readonly retryOf?: string | null
+  /** The enqueue's W3C `traceparent`, continued by the run's span (see ExecutionSpan). */
+  readonly traceContext?: string | null
 }
 
 /** Result of an insert: the execution's id, and whether it is new or an existing one with the same (job, key). */

@@ -155,5 +155,13 @@ export const migrations: ReadonlyArray<Migration> = [
   PRIMARY KEY (execution_id, attempt)
 )`
     ]
+  },
+  {
+    version: 4,
+    name: "execution trace context",
+    statements: [
+      // The enqueue's W3C traceparent; the run's span continues it (NULL: no span at enqueue).
+      `ALTER TABLE roster_executions ADD COLUMN trace_context TEXT`
+    ]
   }
 ]

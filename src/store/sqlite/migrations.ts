@@ -136,5 +136,13 @@ CREATE TABLE roster_log_drops (
   PRIMARY KEY (execution_id, attempt)
 ) STRICT, WITHOUT ROWID;
 `
+  },
+  {
+    version: 4,
+    name: "execution trace context",
+    sql: `
+-- The enqueue's W3C traceparent; the run's span continues it (NULL: no span at enqueue).
+ALTER TABLE roster_executions ADD COLUMN trace_context TEXT;
+`
   }
 ]
