@@ -13,7 +13,8 @@
  * - The `sampled` flag travels with the context: an enqueue that was not sampled makes
  *   runs that are not sampled either.
  * - An enqueue under `Tracer.DisablePropagation` (or with tracing disabled) stores
- *   nothing; a stored value that is not a valid traceparent is ignored (a root span).
+ *   nothing; nor does a span whose ids are not W3C-shaped; a stored value that is not a
+ *   valid traceparent is ignored (the run is a root span).
  * - With no Tracer installed (Effect's default, which exports nothing) no span is made:
  *   the worker's hot path then costs one reference read per execution.
  */
@@ -42,11 +43,19 @@ export const parentOf = (traceContext: string | null): Tracer.ExternalSpan | und
   return Tracer.externalSpan({ traceId: m[2]!, spanId: m[3]!, sampled: (parseInt(m[4]!, 16) & 1) === 1 })
 }
 
-/** The trace context to store with an enqueue made in `context`: its current span's traceparent, or null. */
+/**
+ * The trace context to store with an enqueue made in `context`: the traceparent of the
+ * span a child span would get as parent (a span annotated with DisablePropagation is
+ * skipped, as Effect does), or null outside any span. `Tracer.DisablePropagation` set
+ * in the context stores nothing, as it sends no `traceparent` header from HttpClient.
+ */
 export const traceContextOf = (context: Context.Context<never>): string | null => {
-  const span = Context.getOrUndefined(context, Tracer.ParentSpan)
-  if (span === undefined || Context.get(span.annotations, Tracer.DisablePropagation)) return null
-  return traceparentOf(span)
+  if (Context.get(context, Tracer.DisablePropagation)) return null
+  let span: Tracer.AnySpan | undefined = Context.getOrUndefined(context, Tracer.ParentSpan)
+  while (span !== undefined && Context.get(span.annotations, Tracer.DisablePropagation)) {
+    span = span._tag === "Span" && span.parent._tag === "Some" ? span.parent.value : undefined
+  }
+  return span === undefined ? null : traceparentOf(span)
 }
 
 /** The span name of an execution's run. */

@@ -36,6 +36,7 @@ export const executionSummary = (e: Execution) => ({
   idempotencyKey: e.idempotencyKey,
   scheduleId: e.scheduleId,
   retryOf: e.retryOf,
+  traceContext: e.traceContext,
   cancelRequested: e.cancelRequested,
   error: e.error
 })
