@@ -1,16 +1,117 @@
 /**
- * What `roster init` writes: a roster.config.ts and one app with a Job and a Schedule,
- * importing from the `roster` package, so that `roster check` passes on it at once and
- * `roster worker` runs its Job. Files are only ever created, never overwritten.
+ * What `roster init` writes: a complete project (DESIGN §7) — package.json with the
+ * `worker`, `scheduler`, `dev`, `dashboard`, `check` and `test` scripts, a strict
+ * tsconfig.json, .gitignore, roster.config.ts and one app with a Job that uses a service,
+ * the app's services.ts, a Schedule and a test — so that after `npm install`,
+ * `bun run check`, `bun run test`, `bun run worker` and `bun run scheduler` work at once.
+ * Files are only ever created, never overwritten.
  */
 import { existsSync, mkdirSync, writeFileSync } from "node:fs"
-import { dirname, join } from "node:path"
+import { basename, dirname, join, resolve } from "node:path"
 
 /** A file to create, relative to the project folder. */
 export interface ScaffoldFile {
   readonly path: string
   readonly text: string
 }
+
+/** What the project is made for. */
+export interface ScaffoldOptions {
+  /** The first app's name (kebab-case). */
+  readonly app: string
+  /** The project's package name (see `packageNameOf`). */
+  readonly name: string
+  /** The `roster` dependency's spec in package.json: a range, `file:…tgz`, a git URL. */
+  readonly roster: string
+}
+
+/**
+ * The versions a new project asks for: this Roster and the peers it is built and tested
+ * with. Written here rather than read from package.json so that a compiled binary has
+ * them too; tests/cli/init.test.ts checks that they match package.json.
+ */
+export const versions = {
+  roster: "0.1.0",
+  effect: "4.1.0",
+  bun: "1.4.5",
+  typesBun: "1.4.5",
+  typescript: "5.9.3"
+} as const
+
+/** The default spec of the `roster` dependency: this version or a compatible later one. */
+export const defaultRosterSpec = `^${versions.roster}`
+
+/** A valid npm package name for a project in `dir`: its folder name, lower-cased, other characters as `-`. */
+export const packageNameOf = (dir: string): string => {
+  const name = basename(resolve(dir)).toLowerCase().replace(/[^a-z0-9._-]+/g, "-").replace(/^[._-]+|[._-]+$/g, "")
+  return name === "" ? "roster-project" : name
+}
+
+const packageJson = (options: ScaffoldOptions): string =>
+  `${
+    JSON.stringify(
+      {
+        name: options.name,
+        version: "0.1.0",
+        private: true,
+        type: "module",
+        scripts: {
+          worker: "roster worker",
+          scheduler: "roster scheduler",
+          dev: "roster dev",
+          dashboard: "roster dashboard",
+          check: "roster check",
+          test: "tsc --noEmit && bun test",
+          build: "roster build",
+          roster: "roster"
+        },
+        dependencies: {
+          effect: `^${versions.effect}`,
+          roster: options.roster
+        },
+        devDependencies: {
+          "@types/bun": `^${versions.typesBun}`,
+          bun: `^${versions.bun}`,
+          typescript: `^${versions.typescript}`
+        },
+        // npm 11 runs no dependency's install script unless allowed; bun's fetches its binary.
+        allowScripts: { bun: true }
+      },
+      null,
+      2
+    )
+  }\n`
+
+const tsconfigText = `{
+  "compilerOptions": {
+    "target": "ESNext",
+    "module": "Preserve",
+    "moduleResolution": "bundler",
+    // DOM: effect's declarations name a few web types (JsonWebKey).
+    "lib": ["ESNext", "DOM"],
+    "types": ["bun"],
+    "strict": true,
+    "exactOptionalPropertyTypes": true,
+    "noUncheckedIndexedAccess": true,
+    "noPropertyAccessFromIndexSignature": true,
+    "noImplicitOverride": true,
+    "noUnusedLocals": true,
+    "verbatimModuleSyntax": true,
+    // Bun runs the .ts files as they are; this lets them import each other as "./jobs.ts".
+    "rewriteRelativeImportExtensions": true,
+    "noEmit": true
+  },
+  "exclude": ["node_modules", "dist", ".roster"]
+}
+`
+
+const gitignoreText = `node_modules/
+*.db
+*.db-wal
+*.db-shm
+.roster/
+dist/
+`
 
 const configText = `/**
  * Roster's configuration: the database, where the apps live, and the queues.
@@ -25,19 +126,46 @@ export default defineConfig({
 })
 `
 
+const servicesText = (app: string) => `/**
+ * The services the ${app} app's handlers require. The worker builds the Layer this
+ * module exports by default once per process and provides it to every execution of the
+ * app's Jobs; a test provides it (or another Layer) itself.
+ */
+import { Context, Effect, Layer } from "effect"
+
+/** Makes greetings. Replace it with what your Jobs need: a mailer, a database, an API client. */
+export class Greeter extends Context.Service<Greeter, {
+  readonly greet: (name: string) => Effect.Effect<string>
+}>()("${app}/Greeter") {}
+
+export default Layer.succeed(Greeter, {
+  greet: (name) => Effect.succeed(\`hello, \${name}\`)
+})
+`
+
 const jobsText = (app: string) => `/**
  * The ${app} app's Jobs: every Job this module exports is found by \`roster worker\`.
  */
 import { Effect, Schema } from "effect"
 import { Job } from "roster"
+import { Greeter } from "./services.ts"
 
-/** Greets someone: logs one line and returns the greeting. */
+/** The work of ${app}/greet: a greeting from the app's Greeter, logged and returned. */
+export const makeGreeting = (name: string) =>
+  Effect.gen(function*() {
+    const greeter = yield* Greeter
+    const greeting = yield* greeter.greet(name)
+    yield* Effect.log(greeting)
+    return { greeting }
+  })
+
+/** Greets someone. Its handler requires Greeter, which services.ts provides. */
 export const greet = Job.make({
   id: "${app}/greet",
   label: "Greet",
   payload: Schema.Struct({ name: Schema.String }),
   result: Schema.Struct({ greeting: Schema.String }),
-  handler: ({ name }) => Effect.log(\`hello, \${name}\`).pipe(Effect.as({ greeting: \`hello, \${name}\` }))
+  handler: ({ name }) => makeGreeting(name)
 })
 `
 
@@ -57,11 +185,39 @@ export const hourlyGreeting = JobSchedule.make({
 })
 `
 
+const testText = (app: string) => `/**
+ * The ${app}/greet Job's work, run with Effect on the app's services (\`bun test\`).
+ */
+import { expect, test } from "bun:test"
+import { Effect, Layer, Schema } from "effect"
+import { greet, makeGreeting } from "./jobs.ts"
+import services, { Greeter } from "./services.ts"
+
+test("greet returns the Greeter's greeting", async () => {
+  expect(await Effect.runPromise(makeGreeting("you").pipe(Effect.provide(services)))).toEqual({ greeting: "hello, you" })
+})
+
+test("greet uses whatever Greeter it is given", async () => {
+  const shouting = Layer.succeed(Greeter, { greet: (name) => Effect.succeed(\`HELLO, \${name.toUpperCase()}\`) })
+  expect(await Effect.runPromise(makeGreeting("you").pipe(Effect.provide(shouting)))).toEqual({ greeting: "HELLO, YOU" })
+})
+
+test("greet's payload needs a name", () => {
+  expect(Schema.decodeUnknownSync(greet.payload)({ name: "you" })).toEqual({ name: "you" })
+  expect(() => Schema.decodeUnknownSync(greet.payload)({})).toThrow()
+})
+`
+
 /** The files of a new project with one app. */
-export const scaffoldFiles = (app: string): ReadonlyArray<ScaffoldFile> => [
+export const scaffoldFiles = (options: ScaffoldOptions): ReadonlyArray<ScaffoldFile> => [
+  { path: "package.json", text: packageJson(options) },
+  { path: "tsconfig.json", text: tsconfigText },
+  { path: ".gitignore", text: gitignoreText },
   { path: "roster.config.ts", text: configText },
-  { path: join("apps", app, "jobs.ts"), text: jobsText(app) },
-  { path: join("apps", app, "schedules.ts"), text: schedulesText(app) }
+  { path: join("apps", options.app, "services.ts"), text: servicesText(options.app) },
+  { path: join("apps", options.app, "jobs.ts"), text: jobsText(options.app) },
+  { path: join("apps", options.app, "schedules.ts"), text: schedulesText(options.app) },
+  { path: join("apps", options.app, "jobs.test.ts"), text: testText(options.app) }
 ]
 
 /** The files among `files` that already exist under `dir`. */

@@ -1,17 +1,45 @@
 /**
- * `roster init` (issue 8): roster.config.ts and `apps/<app>/{jobs,schedules}.ts`, ready
- * to run — `roster check` passes on them at once and `roster worker` runs the Job —
- * and nothing is ever overwritten.
+ * `roster init` (issues 8 and 12): a complete project — package.json with the scripts
+ * of DESIGN §7, tsconfig.json, .gitignore, roster.config.ts and an app with a Job that
+ * uses a service, services.ts, a Schedule and a test — whose app `roster check` accepts
+ * and a worker runs, and nothing is ever overwritten.
  *
- * Projects are made under tests/.tmp (gitignored) so that their `import ... from
- * "roster"` and `"effect"` resolve to this checkout, as they would in a project with
- * roster installed. The CLI runs as a real process with the project as its working
- * directory and no ROSTER_* variables, so only the scaffolded config is read.
+ * Projects are made under tests/.tmp (gitignored) and run with the CLI from source. The
+ * scaffolded tsconfig.json is removed before running them, so that this checkout's
+ * tsconfig (whose paths map "roster" to src/) applies, as an installed package would;
+ * tests/process/init-project.test.ts runs a project with Roster really installed from
+ * its tarball. The CLI runs as a real process with the project as its working directory
+ * and no ROSTER_* variables, so only the scaffolded config is read.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { parseJsonOutput, repoRoot, spawnRoster, tail, type ProcessResult } from "../support/processes.ts"
+
+const projectFiles = (app: string) => [
+  "package.json",
+  "tsconfig.json",
+  ".gitignore",
+  "roster.config.ts",
+  `apps/${app}/services.ts`,
+  `apps/${app}/jobs.ts`,
+  `apps/${app}/schedules.ts`,
+  `apps/${app}/jobs.test.ts`
+]
+
+interface ScaffoldedPackage {
+  name: string
+  type: string
+  scripts: Record<string, string>
+  dependencies: Record<string, string>
+  devDependencies: Record<string, string>
+  allowScripts: Record<string, boolean>
+}
+
+const readJson = <A>(path: string): A => JSON.parse(readFileSync(path, "utf8")) as A
+
+/** This checkout's package.json. */
+const ours = readJson<{ version: string; devDependencies: Record<string, string> }>(join(repoRoot, "package.json"))
 
 let root: string
 
@@ -33,11 +61,14 @@ const expectOk = (r: ProcessResult): ProcessResult => {
 }
 
 describe("roster init", () => {
-  test("creates a project in a missing folder that check accepts and a worker runs", async () => {
+  test("creates a project in a missing folder whose app check accepts and a worker runs, with its service", async () => {
     const project = join(root, "shop")
     const created = expectOk(await roster(root, ["init", "--app", "greetings", "shop"]))
-    expect(created.stdout).toContain(`created ${join("shop", "roster.config.ts")}`)
-    for (const file of ["roster.config.ts", "apps/greetings/jobs.ts", "apps/greetings/schedules.ts"]) expect(existsSync(join(project, file))).toBe(true)
+    for (const file of projectFiles("greetings")) {
+      expect(existsSync(join(project, file)), file).toBe(true)
+      expect(created.stdout).toContain(`created ${join("shop", file)}`)
+    }
+    rmSync(join(project, "tsconfig.json"))
 
     const report = parseJsonOutput<{ ok: boolean; embedded: boolean; appsDir: string; jobs: Array<{ id: string }>; schedules: Array<{ id: string; job: string }> }>(
       expectOk(await roster(project, ["check", "--json"]))
@@ -49,10 +80,44 @@ describe("roster init", () => {
     const { id } = parseJsonOutput<{ id: string }>(expectOk(await roster(project, ["enqueue", "greetings/greet", "--payload", '{"name":"you"}', "--json"])))
     expectOk(await roster(project, ["worker", "--exit-when-idle"]))
     const detail = parseJsonOutput<{ state: string; result: unknown; logs: Array<{ message: string }> }>(expectOk(await roster(project, ["executions", "show", id, "--json"])))
+    // The greeting comes from the Greeter of apps/greetings/services.ts.
     expect(detail).toMatchObject({ state: "succeeded", result: { greeting: "hello, you" } })
     expect(detail.logs.map((l) => l.message)).toContain("hello, you")
     // The config's db: roster.db in the project folder.
     expect(existsSync(join(project, "roster.db"))).toBe(true)
+  }, 60_000)
+
+  test("package.json has the scripts, roster and the peers at this checkout's versions, and allows bun's install script", async () => {
+    expectOk(await roster(root, ["init", "my-Project"]))
+    const pkg = readJson<ScaffoldedPackage>(join(root, "my-Project/package.json"))
+    expect(pkg.name).toBe("my-project")
+    expect(pkg.type).toBe("module")
+    expect(pkg.scripts).toMatchObject({
+      worker: "roster worker",
+      scheduler: "roster scheduler",
+      dev: "roster dev",
+      dashboard: "roster dashboard",
+      check: "roster check",
+      test: "tsc --noEmit && bun test"
+    })
+    expect(pkg.dependencies).toEqual({ roster: `^${ours.version}`, effect: `^${ours.devDependencies["effect"]}` })
+    expect(pkg.devDependencies).toEqual({
+      bun: `^${ours.devDependencies["bun"]}`,
+      "@types/bun": `^${ours.devDependencies["@types/bun"]}`,
+      typescript: `^${ours.devDependencies["typescript"]}`
+    })
+    expect(pkg.allowScripts).toEqual({ bun: true })
+    const tsconfig = readFileSync(join(root, "my-Project/tsconfig.json"), "utf8")
+    for (const flag of ["strict", "exactOptionalPropertyTypes", "noUncheckedIndexedAccess", "noPropertyAccessFromIndexSignature", "noUnusedLocals", "verbatimModuleSyntax"]) {
+      expect(tsconfig).toContain(`"${flag}": true`)
+    }
+    expect(tsconfig).not.toContain("skipLibCheck")
+    expect(readFileSync(join(root, "my-Project/.gitignore"), "utf8").split("\n")).toEqual(expect.arrayContaining(["node_modules/", "*.db", "*.db-wal", "*.db-shm", ".roster/", "dist/"]))
+  }, 60_000)
+
+  test("--roster sets the roster dependency as given", async () => {
+    expectOk(await roster(root, ["init", "--roster", "file:/somewhere/roster-0.1.0.tgz"]))
+    expect(readJson<ScaffoldedPackage>(join(root, "package.json")).dependencies["roster"]).toBe("file:/somewhere/roster-0.1.0.tgz")
   }, 60_000)
 
   test("writes into the working directory by default, with the app hello", async () => {
@@ -68,8 +133,17 @@ describe("roster init", () => {
     expect(r.code).toBe(1)
     expect(r.stderr.trim()).toBe("roster: roster init overwrites nothing, and apps/hello/jobs.ts already exists")
     expect(readFileSync(join(root, "apps/hello/jobs.ts"), "utf8")).toBe("// mine\n")
+    for (const file of projectFiles("hello").filter((f) => f !== "apps/hello/jobs.ts")) expect(existsSync(join(root, file)), file).toBe(false)
+  }, 60_000)
+
+  test("refuses in a folder that already has a package.json, naming every file it would overwrite", async () => {
+    writeFileSync(join(root, "package.json"), "{}\n")
+    writeFileSync(join(root, ".gitignore"), "x\n")
+    const r = await roster(root, ["init"])
+    expect(r.code).toBe(1)
+    expect(r.stderr.trim()).toBe("roster: roster init overwrites nothing, and package.json, .gitignore already exist")
+    expect(readFileSync(join(root, "package.json"), "utf8")).toBe("{}\n")
     expect(existsSync(join(root, "roster.config.ts"))).toBe(false)
-    expect(existsSync(join(root, "apps/hello/schedules.ts"))).toBe(false)
   }, 60_000)
 
   test("an app name that is not kebab-case is a usage error", async () => {
