@@ -21,7 +21,7 @@ import { schedules } from "./commands/schedules.ts"
 import { dev, scheduler } from "./commands/scheduler.ts"
 import { worker } from "./commands/worker.ts"
 import { Embedded, type EmbeddedProject } from "./Embedded.ts"
-import { formatLogFmt } from "./LogFmt.ts"
+import { stderrLogger } from "../runtime/Logging.ts"
 import { describeCause, exitCodeOf } from "./Output.ts"
 
 const roster = Command.make("roster").pipe(
@@ -29,17 +29,7 @@ const roster = Command.make("roster").pipe(
   Command.withSubcommands([worker, scheduler, dev, dashboard, enqueue, executions, schedules, migrate, check, init, build])
 )
 
-/**
- * Logs are one logfmt line each on stderr, so stdout carries only command output
- * (--json). They are written in batches every 20 ms: a busy worker logs a line per job,
- * and one write per batch keeps that off the hot path (the batch is flushed on exit).
- * The format is Effect's logfmt, produced by a faster formatter (LogFmt.ts).
- */
-const stderrLogger = Logger.batched(formatLogFmt, {
-  window: "20 millis",
-  flush: (lines) => Effect.sync(() => void process.stderr.write(lines.join("\n") + "\n"))
-})
-
+/** Logs are one logfmt line each on stderr (Logging.ts), so stdout carries only command output (--json). */
 const program = Command.runWith(roster, { version: "0.1.0" })(process.argv.slice(2)).pipe(
   Effect.provide(NodeServices.layer),
   Effect.provide(Logger.layer([stderrLogger])),

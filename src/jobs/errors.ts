@@ -69,3 +69,13 @@ export class JobTimeout extends Data.TaggedError("JobTimeout")<{
 export class UndecodablePayload extends Data.TaggedError("UndecodablePayload")<{
   readonly message: string
 }> {}
+
+/** A call on a `Roster.open` handle after its `close()`. */
+export class RosterClosed extends Data.TaggedError("RosterClosed")<{
+  readonly message: string
+}> {}
+
+/** `startWorker` / `startScheduler` while one is already running on the same handle. */
+export class AlreadyRunning extends Data.TaggedError("AlreadyRunning")<{
+  readonly message: string
+}> {}

@@ -6,7 +6,7 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import type { Job } from "../jobs/Job.ts"
 import { ExecutionNotFound, InvalidPayload, InvalidTransition, NotJsonSafe, PayloadTooLarge, UnknownJob } from "../jobs/errors.ts"
-import type { Attempt, Execution, ExecutionState, Step } from "../store/Execution.ts"
+import type { Attempt, Execution, ExecutionState, LogDrops, LogLine, Step } from "../store/Execution.ts"
 import type { CancelResult, ExecutionFilter, InsertResult } from "../store/Store.ts"
 import { Store, StoreError } from "../store/Store.ts"
 import { Core } from "./Core.ts"
@@ -19,6 +19,9 @@ export type EnqueueError = InvalidPayload | PayloadTooLarge | NotJsonSafe | Unkn
 export interface ExecutionDetail extends Execution {
   readonly attempts: ReadonlyArray<Attempt>
   readonly steps: ReadonlyArray<Step>
+  /** Its handlers' persisted log lines, oldest first, and how many were dropped per attempt. */
+  readonly logs: ReadonlyArray<LogLine>
+  readonly logDrops: ReadonlyArray<LogDrops>
 }
 
 /** A Job given by value or by id. */
@@ -80,7 +83,8 @@ export const layer: Layer.Layer<Client, never, Core | Store> = Layer.effect(
           if (!execution) return null
           const attempts = yield* store.attemptsList(id)
           const steps = yield* store.stepsList(id)
-          return { ...execution, attempts, steps }
+          const logs = yield* store.logsList(id)
+          return { ...execution, attempts, steps, logs: logs.lines, logDrops: logs.drops }
         }),
       list: (filter = {}) => store.executionsList(filter),
       count: (filter = {}) => store.executionsCount(filter),

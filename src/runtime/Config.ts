@@ -6,7 +6,7 @@
  * `apps/` folder runs on `roster.db` in the working directory, and an app and a
  * `roster worker` started in one folder with one environment use one database.
  */
-import { Effect, type Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { existsSync } from "node:fs"
 import { resolve } from "node:path"
 import type { Job } from "../jobs/Job.ts"
@@ -58,7 +58,7 @@ export interface RosterConfig {
    * Services for every app's handlers, built once per worker process (beside each
    * app's own `apps/<app>/services.ts`) and closed at shutdown after in-flight work.
    */
-  readonly services?: Layer.Layer<any, any, never>
+  readonly services?: Layer.Layer<never, any, never>
 }
 
 /** Typed helper for roster.config.ts. */
@@ -130,7 +130,8 @@ export const load = (cwd: string = process.cwd()) => Effect.flatMap(loadFile(cwd
 
 /**
  * Lays `over` on top of `under`: a key `over` sets wins; `queues` and `worker` merge
- * key by key, so a queue declared only in roster.config.ts still exists.
+ * key by key, so a queue declared only in roster.config.ts still exists; both
+ * `services` Layers are provided.
  */
 export const merge = (under: RosterConfig, over: RosterConfig): RosterConfig => {
   const defined = Object.fromEntries(Object.entries(over).filter(([, v]) => v !== undefined)) as RosterConfig
@@ -139,7 +140,8 @@ export const merge = (under: RosterConfig, over: RosterConfig): RosterConfig => 
     ...defined,
     queues: under.queues || over.queues ? { ...under.queues, ...over.queues } : undefined,
     worker: under.worker || over.worker ? { ...under.worker, ...over.worker } : undefined,
-    retention: under.retention || over.retention ? { ...under.retention, ...over.retention } : undefined
+    retention: under.retention || over.retention ? { ...under.retention, ...over.retention } : undefined,
+    services: under.services && over.services ? Layer.merge(under.services, over.services) : over.services ?? under.services
   }
 }
 

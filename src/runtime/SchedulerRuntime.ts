@@ -4,7 +4,7 @@
  * scope. Fires it enqueues in this process wake this process's Dispatchers at once
  * (`roster dev`); other processes find them through their change watcher or polling.
  */
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Layer } from "effect"
 import * as Scheduler from "../actors/Scheduler.ts"
 import { ScheduleStore } from "../store/ScheduleStore.ts"
 import * as Breaker from "./Breaker.ts"
@@ -53,3 +53,6 @@ export const start = Effect.fnUntraced(function*(options: SchedulerRuntimeOption
   yield* Effect.logInfo(`scheduler ${owner} started with ${core.registry.schedules.length} file schedule(s)`)
   return { ...scheduler, broken }
 })
+
+/** The scheduler as a Layer: runs for as long as the layer's scope is open. */
+export const layer = (options: SchedulerRuntimeOptions = {}) => Layer.effectDiscard(start(options))

@@ -34,8 +34,8 @@ const firstLine = (cause: Cause.Cause<unknown>): string => {
 }
 
 /** Builds `layer` in `scope` on top of `context`; a failure is one InvalidDefinition naming `file`. */
-const buildIn = (layer: Layer.Layer<any, any, any>, scope: Scope.Scope, context: Context.Context<never>, file: string, what: string) =>
-  Layer.buildWithScope(layer, scope).pipe(
+const buildIn = (layer: Layer.Any, scope: Scope.Scope, context: Context.Context<never>, file: string, what: string) =>
+  Layer.buildWithScope(layer as Layer.Layer<any, any, any>, scope).pipe(
     Effect.updateContext((_: Context.Context<never>) => context as Context.Context<any>),
     Effect.catchCause((cause) =>
       Effect.fail(new InvalidDefinition({ file, message: `cannot build ${what} (${file}): ${firstLine(cause)}` }))

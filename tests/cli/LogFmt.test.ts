@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from "bun:test"
 import { Cause, Effect, Logger } from "effect"
-import { formatLogFmt } from "../../src/cli/LogFmt.ts"
+import { formatLogFmt } from "../../src/runtime/LogFmt.ts"
 
 const linesOf = (program: Effect.Effect<void>) => {
   const ours: Array<string> = []
