@@ -71,8 +71,11 @@ export interface Job<P extends AnySchema = AnySchema, S extends AnySchema = AnyS
   readonly handler: Handler<Schema.Schema.Type<P>, Schema.Schema.Type<S>, E, R>
 }
 
-/** What a Job's handler requires (never for a Promise handler or one that needs nothing). */
-export type Requirements<J> = J extends Job<any, any, any, infer R> ? R : never
+/**
+ * What a Job's handler requires (never for a Promise handler or one that needs nothing;
+ * never, too, for a Job typed loosely as `Job`, whose requirements are unknown).
+ */
+export type Requirements<J> = J extends Job<any, any, any, infer R> ? (0 extends (1 & R) ? never : R) : never
 
 /** Options of {@link make}. */
 export interface JobOptions<P extends AnySchema, S extends AnySchema, E, R> {

@@ -154,7 +154,7 @@ describe("nothing is slipped into a handler's context", () => {
 
   test("a service nobody provides fails the attempt permanently, naming the service", async () => {
     // The cast is what the type system stops: at run time the worker must still say what is missing.
-    const config = { db: join(dir, "f.db"), jobs: [welcome] } as Roster.ServicesCheck<{}> & { db: string; jobs: ReadonlyArray<Job.Job> }
+    const config: { db: string; jobs: ReadonlyArray<Job.Job> } = { db: join(dir, "f.db"), jobs: [welcome] }
     const roster = await Roster.open(config, { configDir: false, logger: { output: "off" } })
     try {
       await roster.startWorker()
