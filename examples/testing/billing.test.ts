@@ -23,12 +23,13 @@ const fakeGateway = (options: { readonly outages?: number; readonly receiptOutag
     const gateway = PaymentGateway.of({
       charge: ({ customerId, amountCents }) =>
         Effect.gen(function*() {
-          if (outages > 0 && outages--) return yield* new GatewayUnavailable({ message: "gateway is down" })
+          if (outages > 0 && outages-- > 0) return yield* new GatewayUnavailable({ message: "gateway is down" })
           if (customerId.startsWith("declined") || amountCents > 500_000) return yield* new CardDeclined({ message: `card of ${customerId} declined` })
           const all = yield* Ref.updateAndGet(charges, (cs) => [...cs, { customerId, amountCents }])
           return { chargeId: `ch_${all.length}` }
         }),
-      emailReceipt: () => receiptOutages > 0 && receiptOutages-- ? new GatewayUnavailable({ message: "mail server is down" }).asEffect() : Effect.void
+      emailReceipt: () =>
+        Effect.suspend(() => receiptOutages > 0 && receiptOutages-- ? Effect.fail(new GatewayUnavailable({ message: "mail server is down" })) : Effect.void)
     })
     return Context.make(PaymentGateway, gateway).pipe(Context.add(FakeGateway, { charges: Ref.get(charges) }))
   }))

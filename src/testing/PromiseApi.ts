@@ -4,6 +4,7 @@
  */
 import { Duration, Effect, Exit, Scope } from "effect"
 import type { AnySchema } from "../jobs/Job.ts"
+import type { Client } from "../runtime/Client.ts"
 import type { EnqueueOptions } from "../runtime/Enqueue.ts"
 import type { Execution } from "../store/Execution.ts"
 import type { ScheduleFire } from "../store/ScheduleStore.ts"
@@ -34,7 +35,7 @@ export interface RosterTestHandle<ROut = never> {
 
 /** Starts a test runtime on its own TestClock; call `close()` when done (e.g. in `afterEach`). */
 export const open = async <const Jobs extends ReadonlyArray<AnyJob>, ROut = never, E = never>(
-  options: Options<Jobs, ROut, E> & ServicesCheck<Exclude<Requirements<Jobs[number]>, ROut>>
+  options: Options<Jobs, ROut, E> & ServicesCheck<Exclude<Requirements<Jobs[number]>, ROut | Client>>
 ): Promise<RosterTestHandle<ROut>> => {
   const scope = Effect.runSync(Scope.make())
   const kit = await Effect.runPromise(Scope.provide(scope)(make<Jobs, ROut, E>(options))).catch(async (e) => {

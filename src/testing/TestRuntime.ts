@@ -39,7 +39,10 @@ export type AnyJob = Job<any, any, any, any>
 /** What the handlers of some Jobs require (the union of their `R`). */
 export type { Requirements }
 
-/** Makes `services` required, naming what is missing, when the Jobs need more than it provides. */
+/**
+ * Makes `services` required, naming what is missing, when the Jobs need more than it
+ * provides (the runtime itself provides `Client`, for follow-up enqueues).
+ */
 export type ServicesCheck<Missing> = 0 extends 1 & Missing ? unknown // Jobs typed loosely (`Job`): nothing to check
   : [Missing] extends [never] ? unknown
   : { readonly services: { readonly "these services are required by the Jobs but not provided": Missing } }
@@ -52,15 +55,16 @@ export type StartError = InvalidDefinition | StoreError | ScheduleSourceConflict
  * move), logs written at once, and slow polling — in one process every enqueue, retry
  * and fire wakes its Dispatcher directly, so polls are only a fallback, and each one
  * is a wake-up `advance` must step through (a day at 1 s polls is 86,400 of them).
- * Leases and heartbeats keep Roster's defaults.
+ * Heartbeats are every 30 s (a cancel request reaches a running handler within that
+ * much test time), leases three times that, as in Roster's defaults.
  */
 export const defaultSettings: Partial<WorkerSettings> = {
   watchMs: 0,
   logFlushMs: 0,
   pollMs: 60_000,
-  heartbeatMs: 10_000,
-  leaseMs: 30_000,
-  reapMs: 30_000,
+  heartbeatMs: 30_000,
+  leaseMs: 90_000,
+  reapMs: 60_000,
   graceMs: 30_000
 }
 
@@ -109,7 +113,9 @@ export interface RosterTest<ROut = never> {
   readonly drain: Effect.Effect<void, Quiescence.DrainTimeout>
   /**
    * Moves the TestClock forward by `duration`, stopping at each retry, scheduled run
-   * and Schedule fire on the way to run it to quiescence at its own time, then drains.
+   * and Schedule fire on the way to run it at its own time, then settles: like `drain`,
+   * except that a handler still waiting on the clock (sleeping past the target) is
+   * left running instead of failing the call.
    */
   readonly advance: (duration: Duration.Input) => Effect.Effect<void, Quiescence.DrainTimeout>
   /** Like {@link advance}, to an absolute time (epoch ms or a Date); never moves back. */
@@ -141,7 +147,7 @@ const nextQueuedAfter = (store: Store["Service"], now: number) =>
  * context when there is one (`Effect.provide(TestClock.layer())`), else its own.
  */
 export const make = <const Jobs extends ReadonlyArray<AnyJob>, ROut = never, E = never>(
-  options: Options<Jobs, ROut, E> & ServicesCheck<Exclude<Requirements<Jobs[number]>, ROut>>
+  options: Options<Jobs, ROut, E> & ServicesCheck<Exclude<Requirements<Jobs[number]>, ROut | Client>>
 ): Effect.Effect<RosterTest<ROut>, E | StartError, Scope.Scope> =>
   Effect.gen(function*() {
     const outer = yield* Clock.clockWith(Effect.succeed)
@@ -199,11 +205,12 @@ export const make = <const Jobs extends ReadonlyArray<AnyJob>, ROut = never, E =
       live
     }
     const drain = inBase(Quiescence.drain(quiescence, { timeoutMs: options.drainTimeoutMs }))
+    const settle = inBase(Quiescence.drain(quiescence, { timeoutMs: options.drainTimeoutMs, allowInFlight: true }))
 
     const advanceTo = (at: number | Date) =>
       inBase(Effect.gen(function*() {
         const target = epochOf(at)
-        yield* drain
+        yield* settle
         while (true) {
           const now = clock.currentTimeMillisUnsafe()
           const queued = yield* nextQueuedAfter(store, now).pipe(Effect.orElseSucceed(() => Infinity))
@@ -211,10 +218,10 @@ export const make = <const Jobs extends ReadonlyArray<AnyJob>, ROut = never, E =
           const next = Math.min(queued, scheduled <= now ? Infinity : scheduled)
           if (next > target) break
           yield* clock.setTime(next)
-          yield* drain
+          yield* settle
         }
         if (target > clock.currentTimeMillisUnsafe()) yield* clock.setTime(target)
-        yield* drain
+        yield* settle
       }))
 
     const kit: RosterTest<ROut> = {
