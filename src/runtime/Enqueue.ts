@@ -29,24 +29,33 @@ export interface EnqueueOptions {
 export const defaultMaxPayloadBytes = 1024 * 1024
 
 
+/** Why a payload cannot be enqueued. */
+export type PayloadRefusal = InvalidPayload | NotJsonSafe | PayloadTooLarge
+
+/** A payload encoded with the Job's Schema to JSON text and size-checked, or why not (no Effect: enqueue's hot path). */
+const encodeText = (job: Job, payload: unknown, maxBytes: number): string | PayloadRefusal => {
+  const encoded = jsonCodecOf(job.payload).encode(payload)
+  if (encoded._tag === "Failure") return new InvalidPayload({ job: job.id, message: `invalid payload for ${job.id}: ${failureMessage(encoded)}` })
+  let text: string | undefined
+  try {
+    text = JSON.stringify(encoded.value)
+  } catch (e) {
+    return new NotJsonSafe({ job: job.id, message: `payload for ${job.id} is not JSON-safe: ${(e as Error).message}` })
+  }
+  if (text === undefined) return new NotJsonSafe({ job: job.id, message: `payload for ${job.id} is not JSON-safe` })
+  // Byte length only matters near the limit: UTF-8 is at most 3 bytes per UTF-16 unit.
+  const bytes = text.length * 3 <= maxBytes ? text.length : Buffer.byteLength(text, "utf8")
+  if (bytes > maxBytes) {
+    return new PayloadTooLarge({ job: job.id, bytes, limit: maxBytes, message: `payload for ${job.id} is ${bytes} bytes, over the ${maxBytes}-byte limit` })
+  }
+  return text
+}
+
 /** Encodes a payload with the Job's Schema to JSON text, checking size. */
-export const encodePayload = (job: Job, payload: unknown, maxBytes: number): Effect.Effect<string, InvalidPayload | NotJsonSafe | PayloadTooLarge> =>
-  Effect.suspend((): Effect.Effect<string, InvalidPayload | NotJsonSafe | PayloadTooLarge> => {
-    const encoded = jsonCodecOf(job.payload).encode(payload)
-    if (encoded._tag === "Failure") return Effect.fail(new InvalidPayload({ job: job.id, message: `invalid payload for ${job.id}: ${failureMessage(encoded)}` }))
-    let text: string | undefined
-    try {
-      text = JSON.stringify(encoded.value)
-    } catch (e) {
-      return Effect.fail(new NotJsonSafe({ job: job.id, message: `payload for ${job.id} is not JSON-safe: ${(e as Error).message}` }))
-    }
-    if (text === undefined) return Effect.fail(new NotJsonSafe({ job: job.id, message: `payload for ${job.id} is not JSON-safe` }))
-    // Byte length only matters near the limit: UTF-8 is at most 3 bytes per UTF-16 unit.
-    const bytes = text.length * 3 <= maxBytes ? text.length : Buffer.byteLength(text, "utf8")
-    if (bytes > maxBytes) {
-      return Effect.fail(new PayloadTooLarge({ job: job.id, bytes, limit: maxBytes, message: `payload for ${job.id} is ${bytes} bytes, over the ${maxBytes}-byte limit` }))
-    }
-    return Effect.succeed(text)
+export const encodePayload = (job: Job, payload: unknown, maxBytes: number): Effect.Effect<string, PayloadRefusal> =>
+  Effect.suspend(() => {
+    const text = encodeText(job, payload, maxBytes)
+    return typeof text === "string" ? Effect.succeed(text) : Effect.fail(text)
   })
 
 /** Normalises an idempotency key: trimmed, empty means none. */
@@ -59,25 +68,25 @@ export const normaliseKey = (key: string | undefined | null): string | null => {
  * Prepares the row for one enqueue. The current span (if any) is stored as the row's
  * trace context, so the run continues the enqueue's trace (see ExecutionSpan).
  */
-export const prepare = (job: Job, payload: unknown, options: EnqueueOptions, now: number, maxBytes: number) =>
-  Effect.withFiber((fiber) =>
-    Effect.map(encodePayload(job, payload, maxBytes), (text): InsertRequest => {
-      const runAt = options.runAt instanceof Date ? options.runAt.getTime() : options.runAt ?? now + Math.max(0, options.delayMs ?? 0)
-      return {
-        id: newId(now),
-        job: job.id,
-        queue: job.queue,
-        payload: text,
-        priority: options.priority ?? job.priority,
-        retry: job.retry.snapshot,
-        timeoutMs: job.timeoutMs,
-        runAt,
-        now,
-        idempotencyKey: normaliseKey(options.idempotencyKey),
-        traceContext: traceContextOf(fiber.context)
-      }
+export const prepare = (job: Job, payload: unknown, options: EnqueueOptions, now: number, maxBytes: number): Effect.Effect<InsertRequest, PayloadRefusal> =>
+  Effect.withFiber((fiber) => {
+    const text = encodeText(job, payload, maxBytes)
+    if (typeof text !== "string") return Effect.fail(text)
+    const runAt = options.runAt instanceof Date ? options.runAt.getTime() : options.runAt ?? now + Math.max(0, options.delayMs ?? 0)
+    return Effect.succeed({
+      id: newId(now),
+      job: job.id,
+      queue: job.queue,
+      payload: text,
+      priority: options.priority ?? job.priority,
+      retry: job.retry.snapshot,
+      timeoutMs: job.timeoutMs,
+      runAt,
+      now,
+      idempotencyKey: normaliseKey(options.idempotencyKey),
+      traceContext: traceContextOf(fiber.context)
     })
-  )
+  })
 
 /**
  * The row of a manual retry: a new execution with the original's payload, job, queue,
