@@ -40,6 +40,18 @@ for (const driver of drivers) {
         expect(e!.retry).toEqual(r.retry)
       })
 
+      test("the enqueue's trace context is kept on every insert path and comes back on claim", async () => {
+        const tp = (n: number) => `00-${"4bf92f3577b34da6a3ce929d0e0e473" + n}-00f067aa0ba902b7-01`
+        // A keyed row, a batch of keyless rows (the bulk path) and a row without one.
+        const rows = [row({ idempotencyKey: "traced", traceContext: tp(1) }), ...[2, 3, 4].map((n) => row({ traceContext: tp(n) })), row()]
+        await withStore(f, (s) => s.executionsInsert(rows))
+        for (const [i, r] of rows.entries()) {
+          expect((await withStore(f, (s) => s.executionsGet(r.id)))!.traceContext).toBe(i < 4 ? tp(i + 1) : null)
+        }
+        const claimed = await withStore(f, (s) => s.executionsClaim(claim()))
+        expect(claimed.map((e) => e.traceContext).sort()).toEqual([tp(1), tp(2), tp(3), tp(4), null].sort())
+      })
+
       test("an existing (job, key) returns the existing execution with inserted false, whatever its state", async () => {
         const first = row({ idempotencyKey: "same" })
         await withStore(f, (s) => s.executionsInsert([first]))
