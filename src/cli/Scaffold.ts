@@ -97,8 +97,8 @@ const tsconfigText = `{
     "noImplicitOverride": true,
     "noUnusedLocals": true,
     "verbatimModuleSyntax": true,
-    // Bun runs the .ts files as they are; this lets them import each other as "./jobs.ts".
-    "rewriteRelativeImportExtensions": true,
+    // Bun runs the .ts files as they are, and they import each other as "./jobs.ts".
+    "allowImportingTsExtensions": true,
     "noEmit": true
   },
   "exclude": ["node_modules", "dist", ".roster"]
