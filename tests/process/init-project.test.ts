@@ -8,20 +8,26 @@
  * succeeds with the greeting of the app's services.ts — and `bun run scheduler`, which
  * syncs the app's Schedule and exits 0 on SIGTERM, leaving no process behind.
  */
-import { beforeAll, describe, expect, test } from "bun:test"
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { rmSync } from "node:fs"
 import { join } from "node:path"
 import { cliEntry, parseJsonOutput, tail, waitFor, type ProcessResult } from "../support/processes.ts"
 import { npmInstall, packedTarball, run, runOk, start, tempDir } from "../support/package.ts"
 
+let root: string
 let project: string
 
 beforeAll(async () => {
-  const tarball = await packedTarball()
-  const parent = tempDir("roster-init-project-")
-  await runOk([process.execPath, cliEntry, "init", "--app", "shop", "--roster", `file:${tarball}`, "shop"], parent, 60_000)
-  project = join(parent, "shop")
+  root = tempDir("roster-init-project-")
+  const tarball = await packedTarball(root)
+  await runOk([process.execPath, cliEntry, "init", "--app", "shop", "--roster", `file:${tarball}`, "shop"], root, 60_000)
+  project = join(root, "shop")
   await npmInstall(project)
 }, 600_000)
+
+afterAll(() => {
+  rmSync(root, { recursive: true, force: true })
+})
 
 const expectOk = (r: ProcessResult): ProcessResult => {
   expect(r.code, `${tail(r.stdout)}\n${tail(r.stderr)}`).toBe(0)

@@ -16,23 +16,29 @@
  *   worker that succeeds with the Mailer's receipt; `bun run worker` (a package.json
  *   script) does the same.
  */
-import { beforeAll, describe, expect, test } from "bun:test"
-import { cpSync, readFileSync } from "node:fs"
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { cpSync, readFileSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { parseJsonOutput, repoRoot, tail, type ProcessResult } from "../support/processes.ts"
 import { npmInstall, packedTarball, peerSpecs, run, tarballEntries, tempDir } from "../support/package.ts"
 
 const fixture = join(repoRoot, "tests/fixtures/package-app")
 
+let root: string
 let tarball: string
 let project: string
 
 beforeAll(async () => {
-  tarball = await packedTarball()
-  project = tempDir("roster-package-app-")
+  root = tempDir("roster-package-test-")
+  tarball = await packedTarball(root)
+  project = join(root, "app")
   cpSync(fixture, project, { recursive: true })
   await npmInstall(project, [tarball, ...peerSpecs])
 }, 600_000)
+
+afterAll(() => {
+  rmSync(root, { recursive: true, force: true })
+})
 
 const expectOk = (r: ProcessResult): ProcessResult => {
   expect(r.code, `${tail(r.stdout)}\n${tail(r.stderr)}`).toBe(0)

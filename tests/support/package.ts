@@ -1,15 +1,16 @@
 /**
  * Roster as a user gets it (issue 12), for process tests: `npm pack` of this checkout —
- * whose `prepack` builds dist/ — made once per test process into a temporary folder,
- * and fresh projects outside the checkout (under the OS temp folder) that install that
- * tarball and the peers from the npm registry, as a user would. npm's own cache
+ * whose `prepack` builds dist/ — made once per test process (and kept in memory, so no
+ * folder outlives the test files that share it), and fresh projects outside the
+ * checkout (under the OS temp folder) that install that tarball and the peers from the
+ * npm registry, as a user would. npm's own cache
  * (`--prefer-offline`) keeps repeated installs fast; nothing is mocked.
  *
  * Every command runs with this environment minus ROSTER_*, npm_* (set when the suite
  * runs under `npm test`; `npm_config_local_prefix` would point a nested npm at this
  * checkout), INIT_CWD and NODE_ENV — what a user's fresh shell would have.
  */
-import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { repoRoot, spawnRoster, tail, type ProcessResult, type RosterProcess } from "./processes.ts"
@@ -53,32 +54,32 @@ export const runOk = async (command: ReadonlyArray<string>, cwd: string, timeout
   return r
 }
 
-const removeOnExit = (dir: string): void => {
-  process.once("exit", () => rmSync(dir, { recursive: true, force: true }))
-}
+/** A new empty folder under the OS temp folder (outside the checkout); the test removes it. */
+export const tempDir = (prefix: string): string => realpathSync(mkdtempSync(join(tmpdir(), prefix)))
 
-/** A new empty folder under the OS temp folder (outside the checkout), removed when this process exits. */
-export const tempDir = (prefix: string): string => {
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), prefix)))
-  removeOnExit(dir)
-  return dir
-}
+let packed: Promise<Uint8Array> | undefined
 
-let packed: Promise<string> | undefined
-
-/**
- * The path of `npm pack`'s tarball of this checkout (the working tree as it is), packed
- * the first time it is asked for in this process.
- */
-export const packedTarball = (): Promise<string> => {
+/** `npm pack` of this checkout (the working tree as it is), made the first time it is asked for in this process and kept in memory. */
+const packedBytes = (): Promise<Uint8Array> => {
   packed ??= (async () => {
     const dir = tempDir("roster-pack-")
-    await runOk(["npm", "pack", "--pack-destination", dir], repoRoot, 300_000)
-    const tarballs = readdirSync(dir).filter((f) => f.endsWith(".tgz"))
-    if (tarballs.length !== 1 || tarballs[0] !== tarballName) throw new Error(`npm pack made ${tarballs.join(", ") || "nothing"}, not ${tarballName}`)
-    return join(dir, tarballName)
+    try {
+      await runOk(["npm", "pack", "--pack-destination", dir], repoRoot, 300_000)
+      const tarballs = readdirSync(dir).filter((f) => f.endsWith(".tgz"))
+      if (tarballs.length !== 1 || tarballs[0] !== tarballName) throw new Error(`npm pack made ${tarballs.join(", ") || "nothing"}, not ${tarballName}`)
+      return new Uint8Array(readFileSync(join(dir, tarballName)))
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })()
   return packed
+}
+
+/** Writes this checkout's packed tarball into `dir` (the test's own folder) and returns its path. */
+export const packedTarball = async (dir: string): Promise<string> => {
+  const path = join(dir, tarballName)
+  writeFileSync(path, await packedBytes())
+  return path
 }
 
 /** The paths inside a tarball (`package/...`). */
