@@ -150,22 +150,19 @@ import { Effect, Schema } from "effect"
 import { Job } from "roster"
 import { Greeter } from "./services.ts"
 
-/** The work of ${app}/greet: a greeting from the app's Greeter, logged and returned. */
-export const makeGreeting = (name: string) =>
-  Effect.gen(function*() {
-    const greeter = yield* Greeter
-    const greeting = yield* greeter.greet(name)
-    yield* Effect.log(greeting)
-    return { greeting }
-  })
-
-/** Greets someone. Its handler requires Greeter, which services.ts provides. */
+/** Greets someone: the greeting comes from the app's Greeter (services.ts), is logged and returned. */
 export const greet = Job.make({
   id: "${app}/greet",
   label: "Greet",
   payload: Schema.Struct({ name: Schema.String }),
   result: Schema.Struct({ greeting: Schema.String }),
-  handler: ({ name }) => makeGreeting(name)
+  handler: ({ name }) =>
+    Effect.gen(function*() {
+      const greeter = yield* Greeter
+      const greeting = yield* greeter.greet(name)
+      yield* Effect.log(greeting)
+      return { greeting }
+    })
 })
 `
 
@@ -186,26 +183,44 @@ export const hourlyGreeting = JobSchedule.make({
 `
 
 const testText = (app: string) => `/**
- * The ${app}/greet Job's work, run with Effect on the app's services (\`bun test\`).
+ * The ${app} app's Job and Schedule on roster/testing: the real Roster runtime (an
+ * in-memory database, the real worker and scheduler) on Effect's TestClock (\`bun test\`).
  */
 import { expect, test } from "bun:test"
-import { Effect, Layer, Schema } from "effect"
-import { greet, makeGreeting } from "./jobs.ts"
+import { Effect, Layer } from "effect"
+import { RosterTest } from "roster/testing"
+import { greet } from "./jobs.ts"
+import { hourlyGreeting } from "./schedules.ts"
 import services, { Greeter } from "./services.ts"
 
-test("greet returns the Greeter's greeting", async () => {
-  expect(await Effect.runPromise(makeGreeting("you").pipe(Effect.provide(services)))).toEqual({ greeting: "hello, you" })
-})
+test("greet returns and logs the Greeter's greeting", () =>
+  Effect.gen(function*() {
+    const t = yield* RosterTest.make({ jobs: [greet], services })
+    const { id } = yield* t.enqueue(greet, { name: "you" })
+    yield* t.drain
+    const execution = yield* t.execution(id)
+    expect(execution).toMatchObject({ state: "succeeded", result: { greeting: "hello, you" } })
+    expect(execution.logs.map((l) => l.message)).toContain("hello, you")
+  }).pipe(Effect.scoped, Effect.runPromise))
 
-test("greet uses whatever Greeter it is given", async () => {
-  const shouting = Layer.succeed(Greeter, { greet: (name) => Effect.succeed(\`HELLO, \${name.toUpperCase()}\`) })
-  expect(await Effect.runPromise(makeGreeting("you").pipe(Effect.provide(shouting)))).toEqual({ greeting: "HELLO, YOU" })
-})
+test("greet uses whatever Greeter it is given", () =>
+  Effect.gen(function*() {
+    const shouting = Layer.succeed(Greeter, { greet: (name) => Effect.succeed(\`HELLO, \${name.toUpperCase()}\`) })
+    const t = yield* RosterTest.make({ jobs: [greet], services: shouting })
+    const { id } = yield* t.enqueue(greet, { name: "you" })
+    yield* t.drain
+    expect((yield* t.execution(id)).result).toEqual({ greeting: "HELLO, YOU" })
+  }).pipe(Effect.scoped, Effect.runPromise))
 
-test("greet's payload needs a name", () => {
-  expect(Schema.decodeUnknownSync(greet.payload)({ name: "you" })).toEqual({ name: "you" })
-  expect(() => Schema.decodeUnknownSync(greet.payload)({})).toThrow()
-})
+test("the hourly greeting fires on the hour and greets the world", () =>
+  Effect.gen(function*() {
+    const t = yield* RosterTest.make({ jobs: [greet], schedules: [hourlyGreeting], services })
+    yield* t.advance("2 hours")
+    const fires = yield* t.fires(hourlyGreeting.id)
+    expect(fires.map((f) => f.dueAt)).toEqual([3_600_000, 7_200_000])
+    const runs = yield* t.executions({ scheduleId: hourlyGreeting.id })
+    expect(runs.map((e) => e.result)).toEqual([{ greeting: "hello, world" }, { greeting: "hello, world" }])
+  }).pipe(Effect.scoped, Effect.runPromise))
 `
 
 /** The files of a new project with one app. */

@@ -1,8 +1,8 @@
 /**
  * `roster init` (issues 8 and 12): a complete project — package.json with the scripts
  * of DESIGN §7, tsconfig.json, .gitignore, roster.config.ts and an app with a Job that
- * uses a service, services.ts, a Schedule and a test — whose app `roster check` accepts
- * and a worker runs, and nothing is ever overwritten.
+ * uses a service, services.ts, a Schedule and a test — whose app `roster check` accepts,
+ * a worker runs and whose own test passes, and nothing is ever overwritten.
  *
  * Projects are made under tests/.tmp (gitignored) and run with the CLI from source. The
  * scaffolded tsconfig.json is removed before running them, so that this checkout's
@@ -85,6 +85,11 @@ describe("roster init", () => {
     expect(detail.logs.map((l) => l.message)).toContain("hello, you")
     // The config's db: roster.db in the project folder.
     expect(existsSync(join(project, "roster.db"))).toBe(true)
+
+    // The app's own test (on roster/testing) passes.
+    const tested = expectOk(await spawnRoster([], { cwd: project, env: {}, command: [process.execPath, "test", "./apps/greetings/jobs.test.ts"] }).wait(60_000))
+    expect(tested.stderr).toMatch(/\b3 pass\b/)
+    expect(tested.stderr).toMatch(/\b0 fail\b/)
   }, 60_000)
 
   test("package.json has the scripts, roster and the peers at this checkout's versions, and allows bun's install script", async () => {
