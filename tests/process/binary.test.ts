@@ -150,10 +150,12 @@ describe("the demo binary, alone in an empty folder", () => {
   test("init scaffolds a project beside the binary, which keeps using the apps and config it carries", async () => {
     const r = await runOk(["init"])
     expect(r.stdout).toContain("created roster.config.ts")
-    for (const file of ["roster.config.ts", "apps/hello/jobs.ts", "apps/hello/schedules.ts"]) expect(existsSync(join(deploy, file))).toBe(true)
+    for (const file of ["package.json", "roster.config.ts", "apps/hello/services.ts", "apps/hello/jobs.ts", "apps/hello/schedules.ts"]) expect(existsSync(join(deploy, file))).toBe(true)
     const again = await spawnBinary(["init"]).wait()
     expect(again.code).toBe(1)
-    expect(again.stderr.trim()).toBe("roster: roster init overwrites nothing, and roster.config.ts, apps/hello/jobs.ts, apps/hello/schedules.ts already exist")
+    expect(again.stderr.trim()).toBe(
+      "roster: roster init overwrites nothing, and package.json, tsconfig.json, .gitignore, roster.config.ts, apps/hello/services.ts, apps/hello/jobs.ts, apps/hello/schedules.ts, apps/hello/jobs.test.ts already exist"
+    )
     // The scaffolded roster.config.ts imports "roster", which cannot resolve here: the binary must not load it.
     expect((await runOk(["check"])).stdout).toContain("built into this binary from examples/demo/apps")
   }, 60_000)
@@ -181,11 +183,13 @@ describe("the demo binary, alone in an empty folder", () => {
 describe("roster build of a project made by roster init", () => {
   let project: string
   beforeEach(async () => {
-    // Under tests/.tmp, `import ... from "roster"` resolves to this checkout, as in a project with roster installed.
+    // Under tests/.tmp, `import ... from "roster"` resolves to this checkout (its tsconfig paths), as in a project with
+    // roster installed, once the scaffolded tsconfig.json, which has no such paths, is removed.
     mkdirSync(join(repoRoot, "tests/.tmp"), { recursive: true })
     project = mkdtempSync(join(repoRoot, "tests/.tmp/binary-project-"))
     const r = await spawnRoster(["init", "--app", "shop"], { cwd: project, env: {} }).wait()
     expect(r.code, tail(r.stderr)).toBe(0)
+    rmSync(join(project, "tsconfig.json"))
   }, 60_000)
   afterEach(() => {
     rmSync(project, { recursive: true, force: true })
