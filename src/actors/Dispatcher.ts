@@ -2,8 +2,13 @@
  * One Dispatcher per served queue. It owns the queue's Semaphore (the worker's
  * concurrency for that queue): it waits for a free permit, takes every other free
  * permit up to the batch size, claims that many due executions of the Jobs this worker
- * knows, and hands each to the WorkerPool, which returns the permit once the outcome
- * is recorded.
+ * knows, and hands each to the WorkerPool, which returns the permit as soon as the
+ * handler has ended, so the next claim overlaps the commit of the last outcomes.
+ *
+ * What is unrecorded is bounded too: a second semaphore of `concurrency + batchSize`
+ * tokens is held by each execution from its claim until its outcome is stored, so no
+ * more than one claim batch beyond the running handlers waits only in memory (a crash
+ * re-runs at most that many), however far the Recorder falls behind.
  *
  * States: claiming → (all permits used) waiting for a permit → claiming;
  *         claiming → (fewer due than permits) sleeping → claiming.
@@ -35,6 +40,7 @@ export interface DispatcherOptions {
 export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
   const store = yield* Store
   const semaphore = yield* Semaphore.make(options.queue.concurrency)
+  const unrecorded = yield* Semaphore.make(options.queue.concurrency + Math.max(1, options.batchSize))
   const mailbox = yield* Queue.unbounded<number>()
   const unsubscribe = options.bus.subscribe(options.queue.name, (dueAt) => Queue.offerUnsafe(mailbox, dueAt))
   yield* Effect.addFinalizer(() => Effect.sync(unsubscribe))
@@ -65,6 +71,8 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
       yield* semaphore.take(1)
       let permits = 1
       while (permits < maxBatch && (yield* semaphore.takeIfAvailable(1))) permits++
+      yield* unrecorded.take(permits).pipe(Effect.onInterrupt(() => semaphore.release(permits)))
+      const giveBack = (n: number) => Effect.andThen(semaphore.release(n), unrecorded.release(n))
       // Claimed work must reach the pool even if we are interrupted mid-way (shutdown),
       // or it would sit leased to nobody until its lease expired.
       const claimed = yield* Effect.uninterruptible(Effect.gen(function*() {
@@ -76,9 +84,11 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
           limit: permits,
           now,
           leaseMs: options.leaseMs
-        }).pipe(Effect.onError(() => semaphore.release(permits)))
-        if (claimed.length < permits) yield* semaphore.release(permits - claimed.length)
-        for (const execution of claimed) yield* options.pool.run(execution, Effect.asVoid(semaphore.release(1)))
+        }).pipe(Effect.onError(() => giveBack(permits)))
+        if (claimed.length < permits) yield* giveBack(permits - claimed.length)
+        for (const execution of claimed) {
+          yield* options.pool.run(execution, Effect.asVoid(semaphore.release(1)), Effect.asVoid(unrecorded.release(1)))
+        }
         return claimed
       }))
       if (claimed.length < permits) yield* sleep

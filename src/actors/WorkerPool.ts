@@ -48,15 +48,18 @@ export interface WorkerPool {
   /**
    * Starts running a claimed execution; `release` (the queue's permit) runs once, as soon
    * as the handler has ended — its outcome is then on its way to the Recorder — so the
-   * Dispatcher can claim the next batch while this one commits.
+   * Dispatcher can claim the next batch while this one commits; `settled` runs once its
+   * outcome is recorded (or dropped), so the Dispatcher can bound what is unrecorded.
    */
-  readonly run: (execution: Execution, release: Effect.Effect<void>) => Effect.Effect<void>
+  readonly run: (execution: Execution, release: Effect.Effect<void>, settled?: Effect.Effect<void>) => Effect.Effect<void>
   /** Interrupts an in-flight execution for a reason; a no-op once it is recording. */
   readonly interrupt: (id: string, reason: InterruptReason) => Effect.Effect<void>
   /** Ids of executions whose handler is running (not yet recording). */
   readonly running: () => ReadonlyArray<string>
   /** Ids of every execution in flight: running, or with its outcome on its way to the store. */
   readonly inFlight: () => ReadonlyArray<string>
+  /** How many executions are running (handler not ended) and how many are recording (outcome not yet stored). */
+  readonly counts: () => { readonly running: number; readonly recording: number }
   readonly size: Effect.Effect<number>
   readonly awaitEmpty: Effect.Effect<void>
 }
@@ -229,13 +232,13 @@ export const make = Effect.fnUntraced(function*(options: {
   }
 
   const pool: WorkerPool = {
-    run: (execution, release) =>
+    run: (execution, release, settled = Effect.void) =>
       Effect.suspend(() => {
         const slot: Slot = { reason: undefined, recording: false, fiber: undefined, deadline: Infinity }
         slots.set(execution.id, slot)
         let released = false
         const releaseOnce = Effect.suspend(() => (released ? Effect.void : ((released = true), release)))
-        const done = Effect.suspend(() => (slots.delete(execution.id), releaseOnce))
+        const done = Effect.suspend(() => (slots.delete(execution.id), Effect.andThen(releaseOnce, settled)))
         return Effect.map(FiberSet.run(fibers)(Effect.ensuring(runOne(execution, slot, releaseOnce), done)), (fiber) => {
           slot.fiber = fiber
         })
@@ -249,6 +252,11 @@ export const make = Effect.fnUntraced(function*(options: {
       }),
     running: () => [...slots.entries()].filter(([, s]) => !s.recording).map(([id]) => id),
     inFlight: () => [...slots.keys()],
+    counts: () => {
+      let recording = 0
+      for (const slot of slots.values()) if (slot.recording) recording++
+      return { running: slots.size - recording, recording }
+    },
     size: FiberSet.size(fibers),
     awaitEmpty: FiberSet.awaitEmpty(fibers)
   }

@@ -97,9 +97,9 @@ export const start = Effect.fnUntraced(function*(options: WorkerOptions = {}) {
     if (stopped) return
     stopped = true
     yield* Fiber.interruptAll(dispatchers)
-    const inFlight = yield* pool.size
-    if (inFlight > 0) {
-      yield* Effect.logInfo(`stopping: waiting up to ${settings.graceMs} ms for ${inFlight} in-flight execution(s)`)
+    const { running, recording } = pool.counts()
+    if (running + recording > 0) {
+      yield* Effect.logInfo(`stopping: waiting up to ${settings.graceMs} ms for ${running} running execution(s)${recording > 0 ? ` and the outcomes of ${recording} more to be stored` : ""}`)
       const start = yield* Clock.currentTimeMillis
       const finished = yield* pool.awaitEmpty.pipe(Effect.timeoutOption(settings.graceMs))
       if (finished._tag === "None") {
