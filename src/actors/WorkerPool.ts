@@ -29,6 +29,7 @@ import * as Metrics from "./Metrics.ts"
 import type { LogSink } from "./LogSink.ts"
 import type { Recorder } from "./Recorder.ts"
 import { makeContext } from "./Steps.ts"
+import { attribute } from "./StrayErrors.ts"
 
 /** The app of a job id (`<app>/<job>`). */
 const appOf = (job: string): string => {
@@ -151,7 +152,8 @@ export const make = Effect.fnUntraced(function*(options: {
       const ctx = makeContext(store, execution, yield* Effect.context<never>())
       // What the handler requires is in the execution's context (its app's services).
       const result = yield* ExecutionSpan.around(execution, () => {
-        const r = job.handler(payload, ctx) as Effect.Effect<unknown, unknown> | Promise<unknown>
+        // Attributed, so a stray error the handler schedules can be traced back to it (StrayErrors.ts).
+        const r = attribute(execution.id, () => job.handler(payload, ctx)) as Effect.Effect<unknown, unknown> | Promise<unknown>
         return Effect.isEffect(r) ? r : Effect.tryPromise({ try: () => r, catch: (e) => e })
       })
       if (job.result === undefined) return JSON.stringify(result === undefined ? null : result)

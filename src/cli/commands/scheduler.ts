@@ -6,6 +6,7 @@
  */
 import { Effect, Option } from "effect"
 import { Command, Flag } from "effect/cli"
+import * as ProcessGuard from "../../runtime/ProcessGuard.ts"
 import * as SchedulerRuntime from "../../runtime/SchedulerRuntime.ts"
 import * as Worker from "../../runtime/Worker.ts"
 import { runtimeLayer } from "../Environment.ts"
@@ -23,6 +24,7 @@ export const dev = Command.make(
   (flags) =>
     Effect.scoped(
       Effect.gen(function*() {
+        yield* ProcessGuard.install
         const worker = yield* Worker.start({ concurrency: Option.getOrUndefined(flags.concurrency) })
         const scheduler = yield* SchedulerRuntime.start()
         yield* Effect.raceFirst(worker.broken, scheduler.broken)

@@ -9,6 +9,7 @@ import { Command, Flag } from "effect/cli"
 import { Store } from "../../store/Store.ts"
 import { Core } from "../../runtime/Core.ts"
 import * as MetricsExporter from "../../runtime/MetricsExporter.ts"
+import * as ProcessGuard from "../../runtime/ProcessGuard.ts"
 import * as Worker from "../../runtime/Worker.ts"
 import { runtimeLayer } from "../Environment.ts"
 
@@ -47,6 +48,7 @@ export const worker = Command.make(
   (flags) =>
     Effect.scoped(
       Effect.gen(function*() {
+        yield* ProcessGuard.install
         if (Option.isSome(flags.metricsPort)) yield* MetricsExporter.serve({ port: flags.metricsPort.value })
         const handle = yield* Worker.start({ queues: flags.queue, concurrency: Option.getOrUndefined(flags.concurrency) })
         if (flags.exitWhenIdle) {
