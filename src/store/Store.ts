@@ -78,7 +78,13 @@ export interface Fence {
   readonly attempt: number
 }
 
-/** How an attempt ended, as written by the Recorder or the Reaper. */
+/**
+ * How an attempt ended, as written by the Recorder or the Reaper. `expired` marks the
+ * Reaper's recovery of a lease it found expired: besides the fence, it applies only if
+ * the lease is still expired at `now` when written (`lease_expires_at < now`, as in
+ * `executionsExpired`), so a heartbeat that extended it in between wins and the
+ * outcome reports false — an ordinary result for a Reaper, not a lost lease.
+ */
 export type Outcome =
   | (Fence & { readonly kind: "succeeded"; readonly result: string | null; readonly now: number; readonly startedAt: number })
   | (Fence & { readonly kind: "retry"; readonly runAt: number; readonly error: ExecutionError; readonly now: number; readonly startedAt: number; readonly expired?: boolean })
@@ -143,7 +149,10 @@ export class Store extends Context.Service<Store, {
   readonly executionsInsert: (rows: ReadonlyArray<InsertRequest>) => Effect.Effect<ReadonlyArray<InsertResult>, StoreError>
   /** Claims due executions in claim order (priority DESC, run_at, id), leasing them to the worker. */
   readonly executionsClaim: (req: ClaimRequest) => Effect.Effect<ReadonlyArray<Execution>, StoreError>
-  /** Applies outcomes in one transaction; returns, for each, whether it was applied (false: lease lost). */
+  /**
+   * Applies outcomes in one transaction; returns, for each, whether it was applied
+   * (false: the lease was lost, or, for a Reaper's `expired` outcome, was renewed).
+   */
   readonly executionsFinish: (outcomes: ReadonlyArray<Outcome>) => Effect.Effect<ReadonlyArray<boolean>, StoreError>
   /**
    * Extends the worker's leases on `ids` — the executions it still has in flight — or,
@@ -152,7 +161,10 @@ export class Store extends Context.Service<Store, {
    * outcome could not be written) expire, so the execution is retried.
    */
   readonly executionsHeartbeat: (req: { readonly workerId: string; readonly now: number; readonly leaseMs: number; readonly ids?: ReadonlyArray<string> | undefined }) => Effect.Effect<HeartbeatResult, StoreError>
-  /** Running executions whose lease expired before `now`. */
+  /**
+   * Running executions whose lease expired before `now`. A snapshot: a heartbeat may
+   * renew a lease before the Reaper writes, which its `expired` outcome re-checks.
+   */
   readonly executionsExpired: (req: { readonly now: number; readonly limit: number }) => Effect.Effect<ReadonlyArray<Execution>, StoreError>
   /**
    * Whether any work remains for these (queue, jobs) pairs: a due queued execution, or a

@@ -168,9 +168,11 @@ describe("leases and cancellation", () => {
       const worker = yield* Worker.start({ settings: testSettings })
       const { id } = yield* Client.use((c) => c.enqueue(long, {}))
       yield* eventually(Effect.map(stateOf(id), (e) => e.state === "running"), "running")
-      // Another worker's Reaper takes the execution over, as if our lease had expired.
+      // Another worker's Reaper takes the execution over, as if our lease had expired: its
+      // clock reads past our lease (a recovery applies only to a lease expired at its now).
       const error = { tag: "LeaseExpired", message: "lease expired", retryable: true, pretty: "" }
-      const applied = yield* Store.use((s) => s.executionsFinish([{ kind: "retry", id, workerId: worker.workerId, attempt: 1, runAt: 50_000, error, now: 0, startedAt: 0, expired: true }]))
+      const reaperNow = (yield* stateOf(id)).leaseExpiresAt! + 1
+      const applied = yield* Store.use((s) => s.executionsFinish([{ kind: "retry", id, workerId: worker.workerId, attempt: 1, runAt: 50_000, error, now: reaperNow, startedAt: 0, expired: true }]))
       expect(applied).toEqual([true])
       yield* TestClock.adjust(1_000)
       yield* eventually(Effect.sync(() => interrupted), "handler interrupted")

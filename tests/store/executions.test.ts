@@ -281,14 +281,15 @@ for (const driver of drivers) {
         const fence = (i: number) => ({ id: rows[i]!.id, workerId: "w1", attempt: 1, now: 3_000 })
         const applied = await withStore(f, (s) => s.executionsFinish([
           { ...fence(0), kind: "retry", runAt: 9_000, error, startedAt: 1_000 },
-          { ...fence(1), kind: "retry", runAt: 9_000, error: { ...error, tag: "LeaseExpired" }, startedAt: 1_000, expired: true },
+          // A Reaper's recovery applies only to a lease expired at its `now` (31_000 here).
+          { ...fence(1), now: 31_001, kind: "retry", runAt: 9_000, error: { ...error, tag: "LeaseExpired" }, startedAt: 1_000, expired: true },
           { ...fence(2), kind: "released" }
         ]))
         expect(applied).toEqual([true, true, true])
         const after = await Promise.all(rows.map((r) => withStore(f, (s) => s.executionsGet(r.id))))
         expect(after.map((e) => [e!.state, e!.attempt, e!.finishedAt, e!.error?.tag ?? null])).toEqual([
           ["cancelled", 1, 3_000, "Boom"],
-          ["cancelled", 1, 3_000, "LeaseExpired"],
+          ["cancelled", 1, 31_001, "LeaseExpired"],
           ["cancelled", 0, 3_000, null]
         ])
         const attempts = await Promise.all(rows.map((r) => withStore(f, (s) => s.attemptsList(r.id))))

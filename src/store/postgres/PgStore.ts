@@ -106,8 +106,9 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
         SELECT * FROM unnest(${textArray(outcomes.map((o) => o.id))}::text[], ${textArray(outcomes.map((o) => o.workerId))}::text[], ${int4Array(outcomes.map((o) => o.attempt))}::int4[],
                              ${textArray(outcomes.map((o) => o.kind))}::text[], ${int8Array(outcomes.map((o) => (o.kind === "retry" ? o.runAt : null)))}::int8[],
                              ${textArray(outcomes.map(error))}::text[], ${int8Array(outcomes.map((o) => o.now))}::int8[],
-                             ${int8Array(outcomes.map((o) => ("startedAt" in o ? o.startedAt : null)))}::int8[], ${textArray(outcomes.map(attemptOutcome))}::text[])
-          WITH ORDINALITY AS u(id, worker, attempt, kind, run_at, error, now, started_at, outcome, ord)
+                             ${int8Array(outcomes.map((o) => ("startedAt" in o ? o.startedAt : null)))}::int8[], ${textArray(outcomes.map(attemptOutcome))}::text[],
+                             ${int8Array(outcomes.map((o) => ("expired" in o && o.expired === true ? o.now : null)))}::int8[])
+          WITH ORDINALITY AS u(id, worker, attempt, kind, run_at, error, now, started_at, outcome, expired_before, ord)
       ), done AS (
         UPDATE roster_executions AS e
            SET state = CASE WHEN u.kind NOT IN ('retry', 'released') THEN u.kind WHEN e.cancel_requested THEN 'cancelled' ELSE 'queued' END,
@@ -119,6 +120,9 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
                lease_owner = NULL, lease_expires_at = NULL
           FROM u
          WHERE e.id = u.id AND e.lease_owner = u.worker AND e.attempt = u.attempt AND e.state = 'running'
+           -- A Reaper's outcome applies only to a lease still expired as it is written (re-checked
+           -- on the locked row): a heartbeat since the Reaper listed it keeps the execution running.
+           AND (u.expired_before IS NULL OR e.lease_expires_at < u.expired_before)
         RETURNING u.ord, e.id, e.queue, e.run_at, e.state, u.kind, u.worker, u.attempt, u.started_at, u.now,
                   CASE WHEN u.outcome = 'retrying' AND e.state = 'cancelled' THEN 'cancelled' ELSE u.outcome END AS outcome, u.error
       ), attempts AS (

@@ -133,18 +133,22 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
       RETURNING roster_executions.id AS id`
   )
   // A retry or a release of an execution asked to cancel ends it cancelled: it never runs again.
-  const finishRetry = db.query<{ state: ExecutionState }, Array<string | number>>(
+  // A Reaper's outcome (?7, its now) applies only to a lease still expired as it is written:
+  // a heartbeat since the Reaper listed it keeps the execution running.
+  const finishRetry = db.query<{ state: ExecutionState }, Array<string | number | null>>(
     `UPDATE roster_executions
         SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
             run_at = CASE WHEN cancel_requested THEN run_at ELSE ?1 END,
             finished_at = CASE WHEN cancel_requested THEN ?2 ELSE finished_at END,
             error = ?3, lease_owner = NULL, lease_expires_at = NULL
       WHERE id = ?4 AND lease_owner = ?5 AND attempt = ?6 AND state = 'running'
+        AND (?7 IS NULL OR lease_expires_at < ?7)
       RETURNING state`
   )
   const finishFailed = db.query(
-    `UPDATE roster_executions SET state = 'failed', error = ?, finished_at = ?, lease_owner = NULL, lease_expires_at = NULL
-      WHERE id = ? AND lease_owner = ? AND attempt = ? AND state = 'running'`
+    `UPDATE roster_executions SET state = 'failed', error = ?1, finished_at = ?2, lease_owner = NULL, lease_expires_at = NULL
+      WHERE id = ?3 AND lease_owner = ?4 AND attempt = ?5 AND state = 'running'
+        AND (?6 IS NULL OR lease_expires_at < ?6)`
   )
   const finishCancelled = db.query(
     `UPDATE roster_executions SET state = 'cancelled', error = ?, finished_at = ?, lease_owner = NULL, lease_expires_at = NULL
@@ -245,14 +249,14 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
       case "succeeded":
         throw new Error("successes are applied in bulk")
       case "retry": {
-        const row = finishRetry.get(o.runAt, o.now, JSON.stringify(o.error), ...fence)
+        const row = finishRetry.get(o.runAt, o.now, JSON.stringify(o.error), ...fence, o.expired === true ? o.now : null)
         if (row === null) return false
         const outcome = o.expired ? "lease_expired" : row.state === "cancelled" ? "cancelled" : "retrying"
         insertAttempt.run(o.id, o.attempt, o.workerId, o.startedAt, o.now, outcome, JSON.stringify(o.error))
         return true
       }
       case "failed": {
-        if (finishFailed.run(JSON.stringify(o.error), o.now, ...fence).changes !== 1) return false
+        if (finishFailed.run(JSON.stringify(o.error), o.now, ...fence, o.expired === true ? o.now : null).changes !== 1) return false
         insertAttempt.run(o.id, o.attempt, o.workerId, o.startedAt, o.now, o.expired ? "lease_expired" : "failed", JSON.stringify(o.error))
         return true
       }
