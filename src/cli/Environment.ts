@@ -12,7 +12,9 @@ import { Embedded } from "./Embedded.ts"
 /** Loads config: the binary's own, or roster.config.ts in the working directory; then ROSTER_* on top. */
 export const loadConfig = Effect.gen(function*() {
   const embedded = yield* Embedded
-  return yield* (embedded ? Config.applyEnv(embedded.config) : Config.load(process.cwd()))
+  return yield* (embedded
+    ? Config.applyEnv(embedded.config, [{ label: "the roster.config.ts built into this binary", config: embedded.config }])
+    : Config.load(process.cwd()))
 })
 
 /** Loads and validates the Registry: from the apps the binary carries, or discovered on disk. */

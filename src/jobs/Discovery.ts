@@ -6,9 +6,11 @@
  * ({@link EmbeddedApps}); either way they go through the same validation. Apps are
  * visited in name order so every process sees the same Registry. Discovery fails —
  * it never skips — on a jobs module that cannot be imported or exports no Job, or on
- * a Job whose app segment is not the folder it lives in.
+ * a Job whose app segment is not the folder it lives in, and on a module that does not
+ * finish loading within {@link LoadTimeout} (a top-level await that never settles would
+ * otherwise hang every command, `roster check` included).
  */
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { existsSync, readdirSync, statSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { isJob } from "./Job.ts"
@@ -39,12 +41,27 @@ export const appFolders = (appsDir: string): ReadonlyArray<string> =>
 export const appFilesOnDisk = (appsDir: string, fileName: AppFile): ReadonlyArray<{ readonly app: string; readonly file: string }> =>
   appFolders(appsDir).map((app) => ({ app, file: join(appsDir, app, fileName) })).filter(({ file }) => existsSync(file))
 
-/** Imports a module of an app; a failed import is an InvalidDefinition naming the file. */
+/** How long one module may take to load, in ms (default 30 s; the CLI and Roster.layer set it from ROSTER_LOAD_TIMEOUT_MS). */
+export const LoadTimeout = Context.Reference<number>("roster/jobs/LoadTimeout", { defaultValue: () => 30_000 })
+
+/** Imports a module of an app; a failed or unfinished import is an InvalidDefinition naming the file. */
 export const importModule = (file: string) =>
-  Effect.tryPromise({
-    try: () => import(resolve(file)) as Promise<Record<string, unknown>>,
-    catch: (cause) =>
-      new InvalidDefinition({ file, message: `cannot load ${file}: ${cause instanceof Error ? cause.message : String(cause)}` })
+  Effect.gen(function*() {
+    const timeoutMs = yield* LoadTimeout
+    return yield* Effect.tryPromise({
+      try: () => import(resolve(file)) as Promise<Record<string, unknown>>,
+      catch: (cause) =>
+        new InvalidDefinition({ file, message: `cannot load ${file}: ${cause instanceof Error ? cause.message : String(cause)}` })
+    }).pipe(Effect.timeoutOrElse({
+      duration: timeoutMs,
+      orElse: () =>
+        Effect.fail(
+          new InvalidDefinition({
+            file,
+            message: `cannot load ${file}: it did not finish loading within ${timeoutMs} ms (a top-level await that never settles?; ROSTER_LOAD_TIMEOUT_MS sets the limit)`
+          })
+        )
+    }))
   })
 
 /** One app's modules, imported ahead of time (a file the app does not have is absent). */

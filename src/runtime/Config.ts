@@ -4,14 +4,18 @@
  * config an embedding app passes to `Roster.layer` / `Roster.open` < `ROSTER_*`
  * environment variables < CLI flags. Everything has a default, so an app with only an
  * `apps/` folder runs on `roster.db` in the working directory, and an app and a
- * `roster worker` started in one folder with one environment use one database.
+ * `roster worker` started in one folder with one environment use one database. The
+ * completed config is checked against ConfigRules.ts: a setting that cannot work is
+ * refused at start, naming it and where it came from.
  */
 import { Effect, Layer } from "effect"
 import { existsSync } from "node:fs"
 import { resolve } from "node:path"
 import type { Job } from "../jobs/Job.ts"
 import type { JobSchedule } from "../jobs/JobSchedule.ts"
+import { importModule, LoadTimeout } from "../jobs/Discovery.ts"
 import { InvalidDefinition } from "../jobs/errors.ts"
+import { checkConfig, describeValue, envSetting, parseEnvNumber, workerEnv, type Source } from "./ConfigRules.ts"
 
 /** Tuning of a worker process; defaults follow DESIGN §2. */
 export interface WorkerSettings {
@@ -77,29 +81,17 @@ export const defaultWorkerSettings: WorkerSettings = {
   logFlushMs: 100
 }
 
+// Parsed only; anything but digits is NaN, which checkConfig refuses naming the variable and its text.
 const envNumber = (name: string): number | undefined => {
   const raw = process.env[name]
-  if (raw === undefined || raw === "") return undefined
-  const n = Number(raw)
-  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number, got "${raw}"`)
-  return n
+  if (raw === undefined || raw.trim() === "") return undefined
+  return parseEnvNumber(raw)
 }
 
 /** Applies ROSTER_* environment overrides to a config. */
 export const withEnv = (config: RosterConfig): RosterConfig => {
   const worker: Partial<Record<keyof WorkerSettings, number>> = { ...config.worker }
-  const pairs: ReadonlyArray<[keyof WorkerSettings, string]> = [
-    ["leaseMs", "ROSTER_LEASE_MS"],
-    ["heartbeatMs", "ROSTER_HEARTBEAT_MS"],
-    ["pollMs", "ROSTER_POLL_MS"],
-    ["watchMs", "ROSTER_WATCH_MS"],
-    ["reapMs", "ROSTER_REAP_MS"],
-    ["graceMs", "ROSTER_GRACE_MS"],
-    ["batchSize", "ROSTER_BATCH_SIZE"],
-    ["logCapacity", "ROSTER_LOG_CAPACITY"],
-    ["logFlushMs", "ROSTER_LOG_FLUSH_MS"]
-  ]
-  for (const [key, env] of pairs) {
+  for (const [key, env] of Object.entries(workerEnv) as Array<[keyof WorkerSettings, string]>) {
     const n = envNumber(env)
     if (n !== undefined) worker[key] = n
   }
@@ -118,15 +110,29 @@ export const withEnv = (config: RosterConfig): RosterConfig => {
 /** Resolved worker settings. */
 export const workerSettings = (config: RosterConfig): WorkerSettings => ({ ...defaultWorkerSettings, ...config.worker })
 
-/** Applies the environment to a config; a malformed ROSTER_* value is an InvalidDefinition. */
-export const applyEnv = (config: RosterConfig) =>
-  Effect.try({
-    try: () => withEnv(config),
-    catch: (cause) => new InvalidDefinition({ message: (cause as Error).message })
+/**
+ * Applies the environment to a config and checks the result (ConfigRules.ts): a
+ * malformed ROSTER_* value or a setting out of its range is an InvalidDefinition naming
+ * it and where it came from (`sources`, lowest first: the layers the config was made of).
+ * Also the check every ROSTER_* number not kept in the config gets at start.
+ */
+export const applyEnv = (config: RosterConfig, sources: ReadonlyArray<Source> = [{ label: "the config", config }]) =>
+  Effect.gen(function*() {
+    const applied = yield* Effect.try({
+      try: () => withEnv(config),
+      catch: (cause) => new InvalidDefinition({ message: (cause as Error).message })
+    })
+    const refusal = checkConfig(applied, sources) ?? envOnlyRefusal()
+    if (refusal) return yield* refusal
+    return applied
   })
 
+const envOnlyRefusal = (): InvalidDefinition | undefined =>
+  (["ROSTER_SCHEDULER_POLL_MS", "ROSTER_SCHEDULER_LEASE_MS", "ROSTER_SCHEDULER_TOLERANCE_MS", "ROSTER_IDLE_HORIZON_MS", "ROSTER_LOAD_TIMEOUT_MS"] as const)
+    .map(envSetting).find((r): r is InvalidDefinition => typeof r !== "number")
+
 /** Loads `roster.config.ts` from `cwd` if present, then applies the environment. */
-export const load = (cwd: string = process.cwd()) => Effect.flatMap(loadFile(cwd), applyEnv)
+export const load = (cwd: string = process.cwd()) => Effect.flatMap(loadSource(cwd), (file) => applyEnv(file.config, [file]))
 
 /**
  * Lays `over` on top of `under`: a key `over` sets wins; `queues` and `worker` merge
@@ -151,22 +157,29 @@ export type ConfigDir = string | false
 /** The config an embedding app runs with: roster.config.ts under the app's own config, then ROSTER_*. */
 export const resolveEmbedded = (config: RosterConfig, dir: ConfigDir = process.cwd()) =>
   Effect.gen(function*() {
-    const file = dir === false ? {} : yield* loadFile(dir)
-    return yield* applyEnv(merge(file, config))
+    const file = dir === false ? { label: "roster.config.ts", config: {} } : yield* loadSource(dir)
+    return yield* applyEnv(merge(file.config, config), [file, { label: "the config given to Roster.layer / Roster.open", config }])
   })
 
 /** `roster.config.ts` in `cwd` as written (no environment), or `{}` when there is none. */
-export const loadFile = (cwd: string) =>
+export const loadFile = (cwd: string) => Effect.map(loadSource(cwd), (source) => source.config)
+
+/**
+ * `roster.config.ts` in `cwd` as a config layer, named by its path. A module that does
+ * not finish loading within ROSTER_LOAD_TIMEOUT_MS (a top-level await that never
+ * settles) and a default export that is not a config object are refused naming the file.
+ */
+const loadSource = (cwd: string) =>
   Effect.gen(function*() {
     const file = resolve(cwd, "roster.config.ts")
-    let config: RosterConfig = {}
-    if (existsSync(file)) {
-      const mod = yield* Effect.tryPromise({
-        try: () => import(file) as Promise<{ default?: RosterConfig }>,
-        catch: (cause) => new InvalidDefinition({ file, message: `cannot load ${file}: ${(cause as Error).message}` })
-      })
-      if (!mod.default) return yield* new InvalidDefinition({ file, message: `${file} must \`export default defineConfig({...})\`` })
-      config = mod.default
+    if (!existsSync(file)) return { label: file, file, config: {} } satisfies Source
+    const timeoutMs = envSetting("ROSTER_LOAD_TIMEOUT_MS")
+    if (typeof timeoutMs !== "number") return yield* timeoutMs
+    const mod = yield* importModule(file).pipe(Effect.provideService(LoadTimeout, timeoutMs))
+    if (mod.default === undefined) return yield* new InvalidDefinition({ file, message: `${file} must \`export default defineConfig({...})\`` })
+    const config = mod.default
+    if (config === null || typeof config !== "object" || Array.isArray(config) || Layer.isLayer(config)) {
+      return yield* new InvalidDefinition({ file, message: `${file} must \`export default defineConfig({...})\`; its default export is ${Layer.isLayer(config) ? "a Layer" : describeValue(config)}` })
     }
-    return config
+    return { label: file, file, config: config as RosterConfig } satisfies Source
   })

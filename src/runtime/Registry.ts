@@ -6,11 +6,12 @@
  */
 import { Effect } from "effect"
 import { InvalidDefinition } from "../jobs/errors.ts"
-import { discoverJobs, discoverSchedules, discoverServices, type EmbeddedApps } from "../jobs/Discovery.ts"
+import { discoverJobs, discoverSchedules, discoverServices, type EmbeddedApps, LoadTimeout } from "../jobs/Discovery.ts"
 import { validateSchedules, type JobSchedule } from "../jobs/JobSchedule.ts"
 import { fromConfig } from "../jobs/QueueConfig.ts"
 import * as Registry from "../jobs/Registry.ts"
 import type { RosterConfig } from "./Config.ts"
+import { envSetting } from "./ConfigRules.ts"
 import { pruneJob } from "./Prune.ts"
 
 /** The apps folder a config points at. */
@@ -18,6 +19,13 @@ export const appsDirOf = (config: RosterConfig): string => config.appsDir ?? "ap
 
 /** Loads and validates the Registry for a config; `embedded` apps, when given, replace the apps folder. */
 export const build = (config: RosterConfig, embedded?: EmbeddedApps) =>
+  Effect.gen(function*() {
+    const loadTimeoutMs = envSetting("ROSTER_LOAD_TIMEOUT_MS")
+    if (typeof loadTimeoutMs !== "number") return yield* loadTimeoutMs
+    return yield* buildWith(config, embedded).pipe(Effect.provideService(LoadTimeout, loadTimeoutMs))
+  })
+
+const buildWith = (config: RosterConfig, embedded?: EmbeddedApps) =>
   Effect.gen(function*() {
     const fromCode = config.jobs !== undefined
     const source = embedded ?? appsDirOf(config)

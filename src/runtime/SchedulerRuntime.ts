@@ -8,6 +8,7 @@ import { Clock, Effect, Layer } from "effect"
 import * as Scheduler from "../actors/Scheduler.ts"
 import { ScheduleStore } from "../store/ScheduleStore.ts"
 import * as Breaker from "./Breaker.ts"
+import { envSetting, type EnvOnly } from "./ConfigRules.ts"
 import { Core } from "./Core.ts"
 import { pruneScheduleSpec } from "./Prune.ts"
 import { defaultWorkerId } from "./Worker.ts"
@@ -18,6 +19,12 @@ export interface SchedulerRuntimeOptions {
   readonly pollMs?: number | undefined
   readonly leaseTtlMs?: number | undefined
   readonly toleranceMs?: number | undefined
+}
+
+/** A ROSTER_SCHEDULER_* setting: its default when unset; out of range, the InvalidDefinition naming it. */
+const fromEnv = (name: EnvOnly) => {
+  const value = envSetting(name)
+  return typeof value === "number" ? Effect.succeed(value) : Effect.fail(value)
 }
 
 /** Starts the scheduler in the current scope; returns its handle and `broken`, which fails on a corrupt database. */
@@ -43,10 +50,10 @@ export const start = Effect.fnUntraced(function*(options: SchedulerRuntimeOption
     owner,
     schedules: core.registry.schedules.map((c) => c.schedule),
     jobs,
-    pollMs: options.pollMs ?? Number(process.env.ROSTER_SCHEDULER_POLL_MS ?? 1_000),
-    leaseTtlMs: options.leaseTtlMs ?? Number(process.env.ROSTER_SCHEDULER_LEASE_MS ?? 15_000),
+    pollMs: options.pollMs ?? (yield* fromEnv("ROSTER_SCHEDULER_POLL_MS")),
+    leaseTtlMs: options.leaseTtlMs ?? (yield* fromEnv("ROSTER_SCHEDULER_LEASE_MS")),
     // How late a fire may be and still count as on time (misfire policies apply beyond it).
-    toleranceMs: options.toleranceMs ?? Number(process.env.ROSTER_SCHEDULER_TOLERANCE_MS ?? 60_000)
+    toleranceMs: options.toleranceMs ?? (yield* fromEnv("ROSTER_SCHEDULER_TOLERANCE_MS"))
   })
   const { run, broken } = yield* Breaker.make
   yield* run("Scheduler", Effect.provideService(scheduler.run, ScheduleStore, notifying))

@@ -145,7 +145,7 @@ describe("an undecodable stored payload", () => {
     const template = s.all<{ id: string }>("SELECT id FROM roster_executions LIMIT 1")[0]!.id
     const bad = insertCopy(s, template, "not json")
     const worker = await s.run(["worker", "--exit-when-idle"], {
-      env: { ROSTER_LEASE_MS: "1000", ROSTER_REAP_MS: "200", ROSTER_IDLE_HORIZON_MS: "1000" },
+      env: { ROSTER_LEASE_MS: "1000", ROSTER_HEARTBEAT_MS: "300", ROSTER_REAP_MS: "200", ROSTER_IDLE_HORIZON_MS: "1000" },
       timeoutMs: 20_000
     })
     expect(worker.code, tail(worker.stderr)).toBe(0)

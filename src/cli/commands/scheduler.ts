@@ -4,12 +4,13 @@
  * durable queue). Both run until a signal, or exit 1 when the database cannot be used
  * (a corrupt file).
  */
-import { Effect, Option } from "effect"
+import { Effect } from "effect"
 import { Command, Flag } from "effect/cli"
 import * as ProcessGuard from "../../runtime/ProcessGuard.ts"
 import * as SchedulerRuntime from "../../runtime/SchedulerRuntime.ts"
 import * as Worker from "../../runtime/Worker.ts"
 import { runtimeLayer } from "../Environment.ts"
+import { concurrencyFlag } from "./worker.ts"
 
 /** The scheduler command. */
 export const scheduler = Command.make("scheduler", {}, () =>
@@ -25,7 +26,7 @@ export const dev = Command.make(
     Effect.scoped(
       Effect.gen(function*() {
         yield* ProcessGuard.install
-        const worker = yield* Worker.start({ concurrency: Option.getOrUndefined(flags.concurrency) })
+        const worker = yield* Worker.start({ concurrency: yield* concurrencyFlag(flags.concurrency) })
         const scheduler = yield* SchedulerRuntime.start()
         yield* Effect.raceFirst(worker.broken, scheduler.broken)
       })

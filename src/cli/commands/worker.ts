@@ -11,16 +11,22 @@ import { Core } from "../../runtime/Core.ts"
 import * as MetricsExporter from "../../runtime/MetricsExporter.ts"
 import * as ProcessGuard from "../../runtime/ProcessGuard.ts"
 import * as Worker from "../../runtime/Worker.ts"
+import { concurrencyRange, envSetting } from "../../runtime/ConfigRules.ts"
 import { runtimeLayer } from "../Environment.ts"
+import { CliFailure } from "../Output.ts"
+
+/** `--concurrency`, when given: a usage error outside the queue concurrency range (0 used to be ignored, a negative number taken). */
+export const concurrencyFlag = (flag: Option.Option<number>) =>
+  Option.isNone(flag) || (flag.value >= concurrencyRange.min && flag.value <= concurrencyRange.max)
+    ? Effect.succeed(Option.getOrUndefined(flag))
+    : Effect.fail(new CliFailure(`--concurrency must be a whole number from ${concurrencyRange.min} to ${concurrencyRange.max}, got ${flag.value}`, 2))
 
 /**
- * How far ahead `--exit-when-idle` looks: a retry or delayed execution due within this
- * horizon, or a lease expiring within it, still counts as work (ROSTER_IDLE_HORIZON_MS).
+ * Polls until the worker has nothing in flight and the store has no work for it within
+ * the horizon: a retry or delayed execution due within ROSTER_IDLE_HORIZON_MS, or a
+ * lease expiring within it, still counts as work.
  */
-const idleHorizonMs = Number(process.env.ROSTER_IDLE_HORIZON_MS ?? 5_000)
-
-/** Polls until the worker has nothing in flight and the store has no work for it within the horizon. */
-const untilIdle = (handle: Worker.WorkerHandle) =>
+const untilIdle = (handle: Worker.WorkerHandle, idleHorizonMs: number) =>
   Effect.gen(function*() {
     const store = yield* Store
     const core = yield* Core
@@ -49,10 +55,13 @@ export const worker = Command.make(
     Effect.scoped(
       Effect.gen(function*() {
         yield* ProcessGuard.install
+        const concurrency = yield* concurrencyFlag(flags.concurrency)
+        const idleHorizonMs = envSetting("ROSTER_IDLE_HORIZON_MS")
+        if (typeof idleHorizonMs !== "number") return yield* idleHorizonMs
         if (Option.isSome(flags.metricsPort)) yield* MetricsExporter.serve({ port: flags.metricsPort.value })
-        const handle = yield* Worker.start({ queues: flags.queue, concurrency: Option.getOrUndefined(flags.concurrency) })
+        const handle = yield* Worker.start({ queues: flags.queue, concurrency })
         if (flags.exitWhenIdle) {
-          yield* Effect.raceFirst(untilIdle(handle), handle.broken)
+          yield* Effect.raceFirst(untilIdle(handle, idleHorizonMs), handle.broken)
           yield* Effect.logInfo("no due work left; exiting")
         } else {
           yield* handle.broken
