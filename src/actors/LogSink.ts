@@ -11,6 +11,7 @@ import { Cause, Effect, Logger, Metric, Queue, References } from "effect"
 import type { LogDrops, LogLine } from "../store/Execution.ts"
 import { Store } from "../store/Store.ts"
 import * as Metrics from "./Metrics.ts"
+import { supervise } from "./supervise.ts"
 
 /** The LogSink's interface. */
 export interface LogSink {
@@ -73,7 +74,7 @@ export const make = Effect.fnUntraced(function*(options: { readonly capacity?: n
     }
   })
   const flush = Effect.ignore(Effect.flatMap(Queue.clear(mailbox), (more) => write([...gathered.splice(0), ...more])))
-  yield* Effect.forkScoped(Effect.annotateLogs(loop, "actor", "LogSink"))
+  yield* Effect.forkScoped(supervise("LogSink", loop))
   yield* Effect.addFinalizer(() => flush)
 
   const sink: LogSink = {

@@ -7,8 +7,14 @@
  *
  * After a commit it notifies the in-process Dispatchers of newly due work. On scope
  * close it stops taking new messages and drains what is already in the mailbox.
+ *
+ * Its mailbox is bounded ({@link capacity} messages): a producer that outruns the
+ * store waits for room instead of growing memory without end. It runs under
+ * `supervise` like every actor: a defect while committing fails the replies of that
+ * batch (each caller gets a StoreError, nothing is left waiting) and the loop restarts.
  */
 import { Cause, Deferred, Effect, Exit, Fiber, Queue } from "effect"
+import { supervise } from "./supervise.ts"
 import type { InsertRequest, InsertResult, Outcome } from "../store/Store.ts"
 import { Store, StoreError } from "../store/Store.ts"
 import type { WakeBus } from "./WakeBus.ts"
@@ -26,10 +32,13 @@ export interface Recorder {
 
 const stopped = new StoreError({ message: "the recorder has stopped (the runtime is shutting down)" })
 
+/** Messages that may wait in the Recorder's mailbox before producers wait for room. */
+export const capacity = 10_000
+
 /** Starts a Recorder in the current scope. */
 export const make = Effect.fnUntraced(function*(bus: WakeBus) {
   const store = yield* Store
-  const mailbox = yield* Queue.unbounded<Message, Cause.Done>()
+  const mailbox = yield* Queue.bounded<Message, Cause.Done>(capacity)
 
   const commit = (batch: ReadonlyArray<Message>) =>
     Effect.gen(function*() {
@@ -70,17 +79,25 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
     while (true) {
       const batch = yield* Queue.takeAll(mailbox).pipe(Effect.catchCause(() => Effect.succeed(null)))
       if (batch === null) return
-      yield* commit(batch)
+      yield* commit(batch).pipe(Effect.onError((cause) => Effect.sync(() => failAll(batch, cause))))
     }
-  }).pipe(Effect.annotateLogs("actor", "Recorder"))
+  })
 
-  const fiber = yield* Effect.forkDetach(Effect.uninterruptible(loop))
+  /** After a crash mid-batch: every caller of the batch still waiting gets a StoreError. */
+  const failAll = (batch: ReadonlyArray<Message>, cause: Cause.Cause<unknown>) => {
+    const error = new StoreError({ message: `the recorder crashed writing this batch: ${Cause.squash(cause)}` })
+    for (const m of batch) Deferred.doneUnsafe(m.reply as Deferred.Deferred<unknown, StoreError>, Exit.fail(error))
+  }
+
+  // Forked into the owner's scope; the finalizer below (run first) ends the mailbox and
+  // waits for the loop to drain it, so every acknowledged write is committed first.
+  const fiber = yield* Effect.forkScoped(supervise("Recorder", Effect.uninterruptible(loop)))
   yield* Effect.addFinalizer(() => Queue.end(mailbox).pipe(Effect.andThen(Fiber.await(fiber))))
 
   const send = <A>(make: (reply: Deferred.Deferred<A, StoreError>) => Message) =>
     Effect.suspend(() => {
       const reply = Deferred.makeUnsafe<A, StoreError>()
-      return Queue.offerUnsafe(mailbox, make(reply)) ? Deferred.await(reply) : Effect.fail(stopped)
+      return Effect.flatMap(Queue.offer(mailbox, make(reply)), (accepted) => (accepted ? Deferred.await(reply) : Effect.fail(stopped)))
     })
 
   return {

@@ -249,15 +249,15 @@ export const make = (options: SchedulerOptions): Effect.Effect<Scheduler> =>
       yield* store.leaseRelease({ name: leaseName, owner: options.owner }).pipe(Effect.ignore)
     })
 
-    // A failed pass is logged and tried again after a poll, except a store failure no
-    // retry can fix (a corrupt file): that ends the actor, for its owner to stop.
+    // A pass the store refused (locked, full, unreachable) is logged and tried again
+    // after a poll, except a store failure no retry can fix (a corrupt file): that ends
+    // the actor, for its owner to stop. A defect is not caught here: it goes to the
+    // supervisor like any actor's (one rule: logged, counted, restarted with backoff).
     const run = pass.pipe(
-      Effect.catchCause((cause) =>
-        Cause.hasInterruptsOnly(cause)
-          ? Effect.interrupt
-          : isPermanentStoreFailure(cause)
-          ? Effect.failCause(cause as Cause.Cause<StoreError>)
-          : Effect.andThen(Effect.logError("scheduler pass failed", cause), Effect.sleep(pollMs))),
+      Effect.catch((error: StoreError) =>
+        isPermanentStoreFailure(Cause.fail(error))
+          ? Effect.fail(error)
+          : Effect.andThen(Effect.logError(`scheduler pass failed: ${error.message}`), Effect.sleep(pollMs))),
       Effect.forever,
       Effect.ensuring(releaseIfLeader),
       Effect.annotateLogs("actor", "Scheduler")

@@ -30,6 +30,7 @@ import type { LogSink } from "./LogSink.ts"
 import type { Recorder } from "./Recorder.ts"
 import { makeContext } from "./Steps.ts"
 import { attribute } from "./StrayErrors.ts"
+import { supervise } from "./supervise.ts"
 
 /** The app of a job id (`<app>/<job>`). */
 const appOf = (job: string): string => {
@@ -137,7 +138,7 @@ export const make = Effect.fnUntraced(function*(options: {
       yield* Queue.clear(sweeperWake)
     }
   })
-  yield* Effect.forkScoped(Effect.annotateLogs(sweep, "actor", "TimeoutSweeper"))
+  yield* Effect.forkScoped(supervise("TimeoutSweeper", sweep))
 
   const execute = (job: Job, execution: Execution) =>
     Effect.gen(function*() {

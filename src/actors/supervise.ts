@@ -1,12 +1,14 @@
 /**
  * The one supervision rule every actor shares: run the actor's loop; if it dies or
  * fails, log the cause, count the restart and run it again after a backoff that grows
- * from 100 ms to 10 s. An interrupt is not a crash: it stops the actor. A failure the
+ * from 100 ms to 10 s — and back to 100 ms once a run has stayed up for a healthy
+ * period (default 60 s), so a rare crash weeks apart is not punished with the longest
+ * wait. An interrupt is not a crash: it stops the actor. A failure the
  * owner marks `fatal` (a corrupt database: no restart can fix it) stops the actor too,
  * failing with that cause so the owner can stop the process. The loop body is
  * annotated with the actor's name so every log line says who wrote it.
  */
-import { Cause, Effect, Exit, Metric } from "effect"
+import { Cause, Clock, Effect, Exit, Metric } from "effect"
 import { actorRestarts } from "./Metrics.ts"
 
 /** Options of {@link supervise}. */
@@ -15,6 +17,8 @@ export interface SuperviseOptions {
   readonly onRestart?: (restarts: number, cause: Cause.Cause<unknown>) => void
   readonly initialBackoffMs?: number
   readonly maxBackoffMs?: number
+  /** A run that stayed up this long before crashing starts the backoff afresh (default 60 s). */
+  readonly healthyMs?: number
   /** A failure no restart can fix: the actor stops and fails with it instead. */
   readonly fatal?: (cause: Cause.Cause<unknown>) => boolean
 }
@@ -34,7 +38,9 @@ export const supervise = <E, R>(name: string, loop: Effect.Effect<void, E, R>, o
     const initial = options.initialBackoffMs ?? 100
     const max = options.maxBackoffMs ?? 10_000
     const counter = Metric.withAttributes(actorRestarts, { actor: name })
+    const healthy = options.healthyMs ?? 60_000
     while (true) {
+      const startedAt = yield* Clock.currentTimeMillis
       const exit = yield* Effect.exit(loop)
       if (Exit.isSuccess(exit)) return
       if (Cause.hasInterruptsOnly(exit.cause)) return yield* Effect.interrupt
@@ -43,6 +49,7 @@ export const supervise = <E, R>(name: string, loop: Effect.Effect<void, E, R>, o
         yield* Effect.logError(`actor ${name} stopped: ${message ?? Cause.pretty(exit.cause)}`)
         return yield* Effect.failCause(exit.cause)
       }
+      if ((yield* Clock.currentTimeMillis) - startedAt >= healthy) restarts = 0
       restarts++
       options.onRestart?.(restarts, exit.cause)
       yield* Metric.update(counter, 1)

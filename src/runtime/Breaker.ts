@@ -26,3 +26,15 @@ export const make: Effect.Effect<Breaker> = Effect.map(Deferred.make<never, unkn
     )),
   broken: Deferred.await(broken)
 }))
+
+/**
+ * For an embedded runtime (no process to exit): waits, in the current scope, for
+ * `broken` and then logs at Fatal level that this part of Roster has stopped.
+ */
+export const reportWhenBroken = (what: string, broken: Effect.Effect<never, unknown>) =>
+  Effect.asVoid(Effect.forkScoped(broken.pipe(
+    Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause)
+        ? Effect.void
+        : Effect.logFatal(`Roster's ${what} has stopped for good: ${Cause.squash(cause)}; nothing more runs in this process until it is restarted`))
+  )))

@@ -20,6 +20,7 @@ import { ScheduleStore } from "../store/ScheduleStore.ts"
 import type { CancelResult, ExecutionFilter, InsertResult } from "../store/Store.ts"
 import { Store, StoreError } from "../store/Store.ts"
 import { Client } from "./Client.ts"
+import * as Breaker from "./Breaker.ts"
 import * as ClientModule from "./Client.ts"
 import * as Config from "./Config.ts"
 import type { RosterConfig } from "./Config.ts"
@@ -185,9 +186,9 @@ export const open = async <const C extends RosterConfig>(config: C & ServicesChe
     count: (filter) => use((c) => c.count(filter)),
     cancel: (id) => use((c) => c.cancel(id)),
     retry: (id) => use((c) => c.retry(id)),
-    startWorker: (options) => worker.start(Worker.start(options)),
+    startWorker: (options) => worker.start(Effect.flatMap(Worker.start(options), (h) => Breaker.reportWhenBroken("worker", h.broken))),
     stopWorker: worker.stop,
-    startScheduler: (options) => scheduler.start(SchedulerRuntime.start(options)),
+    startScheduler: (options) => scheduler.start(Effect.flatMap(SchedulerRuntime.start(options), (s) => Breaker.reportWhenBroken("scheduler", s.broken))),
     stopScheduler: scheduler.stop,
     close: async () => {
       if (closed) return

@@ -61,5 +61,6 @@ export const start = Effect.fnUntraced(function*(options: SchedulerRuntimeOption
   return { ...scheduler, broken }
 })
 
-/** The scheduler as a Layer: runs for as long as the layer's scope is open. */
-export const layer = (options: SchedulerRuntimeOptions = {}) => Layer.effectDiscard(start(options))
+/** The scheduler as a Layer: runs for as long as the layer's scope is open; a fatal failure is logged loudly (Breaker). */
+export const layer = (options: SchedulerRuntimeOptions = {}) =>
+  Layer.effectDiscard(Effect.flatMap(start(options), (s) => Breaker.reportWhenBroken("scheduler", s.broken)))

@@ -118,6 +118,10 @@ export const start = Effect.fnUntraced(function*(options: WorkerOptions = {}) {
   return { workerId, pool, queues, shutdown, broken } satisfies WorkerHandle
 })
 
-/** The worker as a Layer: runs for as long as the layer's scope is open. */
+/**
+ * The worker as a Layer: runs for as long as the layer's scope is open. A failure no
+ * restart can fix stops it loudly: a Fatal log line says no more executions will run
+ * in this process (an embedding app's process is its own to stop).
+ */
 export const layer = (options: WorkerOptions = {}): Layer.Layer<never, InvalidDefinition, Core | Store> =>
-  Layer.effectDiscard(start(options))
+  Layer.effectDiscard(Effect.flatMap(start(options), (handle) => Breaker.reportWhenBroken("worker", handle.broken)))

@@ -71,3 +71,30 @@ describe("supervise", () => {
     expect(restarts).toEqual([])
   })
 })
+
+describe("supervise backoff after a healthy period", () => {
+  test("a crash after a run that stayed up 60 s restarts after 100 ms again, not the grown backoff", async () => {
+    const restarts = await run(Effect.gen(function*() {
+      let runs = 0
+      const seen: Array<number> = []
+      // Runs 1–4 crash at once (backoff 100, 200, 400, 800 ms); run 5 stays up 60 s, then crashes; run 6 ends.
+      const actor = Effect.suspend(() => {
+        runs++
+        if (runs <= 4) return Effect.die(new Error(`crash ${runs}`))
+        if (runs === 5) return Effect.andThen(Effect.sleep(60_000), Effect.die(new Error("crash after a healthy minute")))
+        return Effect.void
+      })
+      const fiber = yield* Effect.forkChild(supervise("Rare", actor, { onRestart: (n) => seen.push(n) }))
+      yield* TestClock.adjust(100 + 200 + 400 + 800)
+      const beforeHealthy = runs
+      yield* TestClock.adjust(60_000)
+      const crashedAgain = runs
+      yield* TestClock.adjust(100)
+      const after100 = runs
+      yield* TestClock.adjust(10_000)
+      yield* Fiber.join(fiber)
+      return { beforeHealthy, crashedAgain, after100, seen }
+    }))
+    expect(restarts).toEqual({ beforeHealthy: 5, crashedAgain: 5, after100: 6, seen: [1, 2, 3, 4, 1] })
+  })
+})
