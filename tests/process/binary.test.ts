@@ -195,7 +195,7 @@ describe("roster build of a project made by roster init", () => {
     rmSync(project, { recursive: true, force: true })
   })
 
-  test("the binary carries the project's roster.config.ts and its app", async () => {
+  test("the binary carries the project's roster.config.ts and its app, services.ts included", async () => {
     const configFile = join(project, "roster.config.ts")
     writeFileSync(configFile, readFileSync(configFile, "utf8").replace("queues: { default: { concurrency: 10 } }", "queues: { default: { concurrency: 3 }, mail: { concurrency: 2 } }"))
     const out = join(work, "shop", "roster-shop")
@@ -208,6 +208,16 @@ describe("roster build of a project made by roster init", () => {
     expect(report.queues).toEqual([{ name: "default", concurrency: 3 }, { name: "mail", concurrency: 2 }])
     expect(report.jobs.map((j) => j.id)).toContain("shop/greet")
     expect(report.schedules.map((s) => s.id)).toContain("shop/hourly-greeting")
+    // The app's services.ts travels inside the binary too: its Greeter makes the greeting.
+    const run = (args: ReadonlyArray<string>) =>
+      spawnRoster(args, { cwd: dirname(out), command: [out], onlyEnv: true, env: { PATH: barePath, ROSTER_DB: join(dirname(out), "shop.db") } }).wait()
+    const enqueued = await run(["enqueue", "shop/greet", "--payload", '{"name":"binary"}', "--json"])
+    expect(enqueued.code, tail(enqueued.stderr)).toBe(0)
+    const { id } = parseJsonOutput<{ id: string }>(enqueued)
+    const worker = await run(["worker", "--exit-when-idle"])
+    expect(worker.code, tail(worker.stderr)).toBe(0)
+    const shown = parseJsonOutput<{ state: string; result: unknown }>(await run(["executions", "show", id, "--json"]))
+    expect(shown).toMatchObject({ state: "succeeded", result: { greeting: "hello, binary" } })
   }, 120_000)
 
   test("apps that check rejects are not compiled", async () => {
