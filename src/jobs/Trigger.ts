@@ -6,12 +6,20 @@
  * Cron uses croner only as a calculator of wall-clock matches: it runs at UTC offset 0
  * over "wall time" (local time written as if it were UTC), and this module maps wall
  * times to instants in the schedule's IANA zone itself, so daylight-saving rules are
- * ours and stated once (croner 9's own zone handling differs between zones):
- * - a wall time inside a spring-forward gap does not exist, so it does not fire;
+ * ours and stated once (croner 9's own zone handling differs between zones, and it has
+ * no option for gaps — its `legacyMode` is about day-of-month/day-of-week):
+ * - a wall time inside a spring-forward gap does not exist. A *fixed-time* expression
+ *   (its seconds, minute and hour fields do not start with `*`, as Vixie cron decides)
+ *   that matches a time in the gap fires once at the first instant after the gap
+ *   (Vixie cron's rule), so a daily 02:30 never loses a day; a *wildcard* expression
+ *   (`* * * * *`, `0 * * * *`, or a step such as every 20 minutes of hour 2) simply has no
+ *   fire in the gap. A jump of more than {@link maxCatchUpGapMs} (a zone moving across
+ *   the date line) is not DST and catches nothing up: those wall times and days do not
+ *   exist there.
  * - a wall time repeated by a fall-back overlap fires once, at its first occurrence,
  *   unless the hour field is `*` (the pattern runs every hour), which keeps its
- *   real-time cadence through both passes of the repeated hour.
- * These are croner's documented rules (OCPS 1.4 §4.3.1, croner 10 release notes).
+ *   real-time cadence through both passes of the repeated hour (OCPS 1.4 §4.3.1,
+ *   croner 10 release notes).
  * Zones are assumed to change offset at most once in any 7 days, which holds for every
  * current IANA zone.
  *
@@ -171,16 +179,33 @@ const compiled = (expression: string): Cron => {
 /** The first wall time matching the pattern strictly after `wall` (both as UTC-written ms). */
 const nextWall = (c: Cron, wall: number): number | null => c.nextRun(new Date(wall))?.getTime() ?? null
 
-const hourIsWildcard = (expression: string): boolean => {
-  if (expression.startsWith("@")) return expression.toLowerCase() === "@hourly"
+const fieldsOf = (expression: string): ReadonlyArray<string> => {
+  if (expression.startsWith("@")) return expression.toLowerCase() === "@hourly" ? ["0", "*"] : ["0", "0"]
   const fields = expression.split(/\s+/)
-  const hour = fields.length === 6 ? fields[2] : fields[1]
+  return fields.length === 6 ? fields : ["0", ...fields]
+}
+
+const hourIsWildcard = (expression: string): boolean => {
+  const hour = fieldsOf(expression)[2]
   return hour === "*" || hour === "*/1" || hour === "0-23"
 }
 
+/**
+ * Whether the expression names fixed times of day: Vixie cron's test, no `*` at the
+ * start of its seconds, minute or hour field. Only these catch up a spring-forward gap.
+ */
+export const isFixedTime = (expression: string): boolean => fieldsOf(expression).slice(0, 3).every((f) => !f.startsWith("*"))
+
+/**
+ * The largest forward jump that is caught up (Vixie cron's three hours). Every DST
+ * change is at most two hours; a larger jump removes a whole day (Pacific/Apia, 30
+ * December 2011), and a day that does not exist has nothing to run.
+ */
+export const maxCatchUpGapMs = 3 * 3_600_000
+
 const weekMs = 7 * 86_400_000
 
-/** The first instant in [from, to] whose offset is not `offset`, or null. */
+/** The first instant in (from, to] whose offset is not `offset` (the offset at `from`), or null. */
 const firstOffsetChange = (timezone: string, from: number, to: number, offset: number): number | null => {
   let lo = from
   while (lo < to) {
@@ -218,21 +243,34 @@ const nextCronAfter = (trigger: CronTrigger, after: number): number | null => {
   const tz = trigger.timezone
   if (utcZones.has(tz)) return nextWall(c, after)
   const everyHour = hourIsWildcard(trigger.expression)
+  const fixedTime = isFixedTime(trigger.expression)
+  // Fires strictly after `t`; `offset` holds from `segment` (<= t + 1) until the next change.
   let t = after
+  let segment = after
+  let offset = offsetAt(tz, after)
   for (let step = 0; step < maxSteps; step++) {
     // Within one offset segment, instants and wall times move together.
-    const offset = offsetAt(tz, t + 1)
     const wall = nextWall(c, t + offset)
     if (wall === null) return null
     const candidate = wall - offset
-    const change = firstOffsetChange(tz, t + 1, candidate, offset)
+    const change = firstOffsetChange(tz, segment, candidate, offset)
     if (change !== null) {
-      // The candidate lies past this segment (or in a gap): no fire before the change.
+      // The candidate lies past this segment: no fire before the change.
+      const next = offsetAt(tz, change)
+      const gap = next - offset
+      if (fixedTime && gap > 0 && gap <= maxCatchUpGapMs) {
+        // Wall times [change + offset, change + next) do not exist; one of them matched: run it right after the gap.
+        const missing = nextWall(c, change + offset - 1)
+        if (missing !== null && missing < change + next) return change
+      }
       t = change - 1
+      segment = change
+      offset = next
       continue
     }
     if (everyHour || !repeatsEarlier(tz, wall, candidate, offset)) return candidate
     t = candidate
+    segment = candidate
   }
   throw new Error(`cron "${trigger.expression}" in ${tz}: no fire found after ${maxSteps} steps from ${new Date(after).toISOString()}`)
 }

@@ -1,8 +1,10 @@
 /**
- * Next-fire arithmetic: cron in UTC and in DST zones (croner's documented rules: a wall
- * time in the spring gap does not fire; a repeated wall time fires once, at its first
- * occurrence, unless the hour field is `*`), anchored intervals, and validation. A
- * property test compares cron fires with a brute-force minute scan of the wall clock.
+ * Next-fire arithmetic: cron in UTC and in DST zones (a fixed time in the spring gap runs
+ * once right after the gap, Vixie cron's rule, while a wildcard pattern has no fire
+ * there; a repeated wall time fires once, at its first occurrence, unless the hour field
+ * is `*`), anchored intervals, and validation. A property test compares cron fires with
+ * a brute-force minute scan of the wall clock; tests/jobs/Trigger-dst.test.ts checks
+ * daily and weekly fires over whole years in every DST zone.
  */
 import { describe, expect, test } from "bun:test"
 import fc from "fast-check"
@@ -48,12 +50,60 @@ describe("cron in UTC", () => {
 
 describe("cron in Europe/Berlin across daylight saving", () => {
   // 2024-03-31: 02:00 CET jumps to 03:00 CEST at 01:00Z. 2024-10-27: 03:00 CEST falls back to 02:00 CET at 01:00Z.
-  test("spring gap: a daily time inside the missing hour does not fire that day", () => {
+  test("spring gap: a daily time inside the missing hour runs once, at the first instant after the gap (Vixie cron)", () => {
     expect(fires(Trigger.cron("30 2 * * *", "Europe/Berlin"), "2024-03-29T12:00:00Z", "2024-04-01T12:00:00Z")).toEqual([
       "2024-03-30T01:30:00.000Z", // 02:30 CET
-      "2024-04-01T00:30:00.000Z" // 02:30 CEST; 31 March has no 02:30
+      "2024-03-31T01:00:00.000Z", // 31 March has no 02:30: 03:00 CEST, right after the gap
+      "2024-04-01T00:30:00.000Z" // 02:30 CEST
+    ])
+    // Asked from the last instant before the gap, the catch-up is still the next fire.
+    expect(Trigger.nextFireAfter(Trigger.cron("30 2 * * *", "Europe/Berlin"), at("2024-03-31T00:59:59.999Z"))).toBe(at("2024-03-31T01:00:00Z"))
+    expect(Trigger.nextFireAfter(Trigger.cron("30 2 * * *", "Europe/Berlin"), at("2024-03-31T01:00:00Z"))).toBe(at("2024-04-01T00:30:00Z"))
+  })
+
+  test("spring gap: several fixed times in the gap, or one also due right after it, run once", () => {
+    expect(fires(Trigger.cron("0,30 2 * * *", "Europe/Berlin"), "2024-03-30T12:00:00Z", "2024-03-31T12:00:00Z")).toEqual(["2024-03-31T01:00:00.000Z"])
+    expect(fires(Trigger.cron("0 2,3 * * *", "Europe/Berlin"), "2024-03-30T12:00:00Z", "2024-03-31T12:00:00Z")).toEqual(["2024-03-31T01:00:00.000Z"])
+    expect(fires(Trigger.cron("0 30 2 * * *", "Europe/Berlin"), "2024-03-30T12:00:00Z", "2024-03-31T12:00:00Z")).toEqual(["2024-03-31T01:00:00.000Z"])
+    expect(fires(Trigger.cron("0 2 * * 0", "Europe/Berlin"), "2024-03-30T12:00:00Z", "2024-04-08T12:00:00Z")).toEqual([
+      "2024-03-31T01:00:00.000Z", "2024-04-07T00:00:00.000Z"
     ])
   })
+
+  test("spring gap: a wildcard pattern (a field starting with *) has no fire in the gap", () => {
+    expect(fires(Trigger.cron("*/20 2 * * *", "Europe/Berlin"), "2024-03-30T23:00:00Z", "2024-03-31T12:00:00Z")).toEqual([])
+    expect(fires(Trigger.cron("0 * * * *", "Europe/Berlin"), "2024-03-31T00:30:00Z", "2024-03-31T02:00:00Z")).toEqual([
+      "2024-03-31T01:00:00.000Z", // 03:00 CEST: 02:00 does not exist and is not made up
+      "2024-03-31T02:00:00.000Z"
+    ])
+    expect(Trigger.isFixedTime("30 2 * * *")).toBe(true)
+    expect(Trigger.isFixedTime("0-59 2 * * *")).toBe(true)
+    expect(Trigger.isFixedTime("@daily")).toBe(true)
+    expect(Trigger.isFixedTime("@hourly")).toBe(false)
+    expect(Trigger.isFixedTime("* 30 2 * * *")).toBe(false)
+    expect(Trigger.isFixedTime("0 */2 * * *")).toBe(false)
+  })
+
+})
+
+describe("gaps of other sizes", () => {
+  test("a half-hour gap (Australia/Lord_Howe) catches up at 02:30 local", () => {
+    // 2024-10-06: 02:00 +10:30 jumps to 02:30 +11 at 15:30Z on 5 October.
+    expect(fires(Trigger.cron("15 2 * * *", "Australia/Lord_Howe"), "2024-10-04T12:00:00Z", "2024-10-06T12:00:00Z")).toEqual([
+      "2024-10-04T15:45:00.000Z", "2024-10-05T15:30:00.000Z"
+    ])
+  })
+
+  test("a day a zone skips across the date line is not made up (Pacific/Apia, 30 December 2011)", () => {
+    // 29 December 23:59:59 -10 was followed by 31 December 00:00 +14.
+    expect(fires(Trigger.cron("30 2 * * *", "Pacific/Apia"), "2011-12-29T00:00:00Z", "2011-12-31T00:00:00Z")).toEqual([
+      "2011-12-29T12:30:00.000Z", // 29 Dec 02:30 -10
+      "2011-12-30T12:30:00.000Z" // 31 Dec 02:30 +14; 30 December does not exist
+    ])
+  })
+})
+
+describe("cron in Europe/Berlin across daylight saving, continued", () => {
 
   test("spring gap: a sub-hourly pattern resumes at the first wall time after the gap", () => {
     expect(fires(Trigger.cron("*/30 * * * *", "Europe/Berlin"), "2024-03-31T00:00:00Z", "2024-03-31T02:00:00Z")).toEqual([
@@ -92,9 +142,9 @@ describe("cron in Europe/Berlin across daylight saving", () => {
 })
 
 describe("cron in America/New_York across daylight saving", () => {
-  test("2:30 does not exist on 10 March 2024, and 1:30 on 3 November fires once (EDT)", () => {
+  test("2:30 does not exist on 10 March 2024 (it runs at 3:00 EDT), and 1:30 on 3 November fires once (EDT)", () => {
     expect(fires(Trigger.cron("30 2 * * *", "America/New_York"), "2024-03-09T12:00:00Z", "2024-03-11T12:00:00Z")).toEqual([
-      "2024-03-11T06:30:00.000Z"
+      "2024-03-10T07:00:00.000Z", "2024-03-11T06:30:00.000Z"
     ])
     expect(fires(Trigger.cron("30 1 * * *", "America/New_York"), "2024-11-02T12:00:00Z", "2024-11-04T12:00:00Z")).toEqual([
       "2024-11-03T05:30:00.000Z", "2024-11-04T06:30:00.000Z"
@@ -195,14 +245,33 @@ const fieldMatches = (field: string, value: number): boolean =>
     return value >= lo && value <= hi && (value - lo) % step === 0
   })
 
-/** Fires by definition: each minute instant whose wall time matches, once per wall time unless the hour is `*`. */
+/**
+ * Fires by definition: each minute instant whose wall time matches, once per wall time
+ * unless the hour is `*`; and, for a fixed-time expression (minute and hour not starting
+ * with `*`), the first instant after a spring gap in which some wall time matched.
+ */
 const oracle = (expr: string, tz: string, from: number, to: number): Array<number> => {
   const [mi, h, dom, mon, dow] = expr.split(" ") as [string, string, string, string, string]
+  const fixed = !mi.startsWith("*") && !h.startsWith("*")
+  const matches = (w: ReturnType<typeof wallParts>) => {
+    const dayOk = dom === "*" || dow === "*" ? fieldMatches(dom, w.day) && fieldMatches(dow, w.weekday) : fieldMatches(dom, w.day) || fieldMatches(dow, w.weekday)
+    return fieldMatches(mi, w.minute) && fieldMatches(h, w.hour) && fieldMatches(mon, w.month) && dayOk
+  }
   const out: Array<number> = []
   for (let t = Math.floor(from / 60_000) * 60_000 + 60_000; t <= to; t += 60_000) {
     const w = wallParts(tz, t)
-    const dayOk = dom === "*" || dow === "*" ? fieldMatches(dom, w.day) && fieldMatches(dow, w.weekday) : fieldMatches(dom, w.day) || fieldMatches(dow, w.weekday)
-    if (!(fieldMatches(mi, w.minute) && fieldMatches(h, w.hour) && fieldMatches(mon, w.month) && dayOk)) continue
+    if (fixed) {
+      const before = wallParts(tz, t - 60_000).key
+      let caughtUp = false
+      for (let missing = before + 60_000; missing < w.key && !caughtUp; missing += 60_000) {
+        caughtUp = matches(wallParts("UTC", missing))
+      }
+      if (caughtUp) {
+        out.push(t)
+        continue
+      }
+    }
+    if (!matches(w)) continue
     const repeated = h !== "*" && [30, 60, 90, 120].some((m) => wallParts(tz, t - m * 60_000).key === w.key)
     if (!repeated) out.push(t)
   }
@@ -221,6 +290,18 @@ const domField = fc.constantFrom("*", "*", "1", "6-8", "15")
 const monthField = fc.constantFrom("*", "*", "3,4,9,10,11", "1-6")
 const dowField = fc.constantFrom("*", "*", "0", "1-5", "6")
 const expression = fc.tuple(minuteField, hourField, domField, monthField, dowField).map((f) => f.join(" "))
+/** Each DST zone with one of its own 2024 transitions (spring and autumn). */
+const zoneTransitions: ReadonlyArray<readonly [string, number]> = ([
+  ["Europe/Berlin", "2024-03-31T01:00:00Z"], ["Europe/Berlin", "2024-10-27T01:00:00Z"],
+  ["America/New_York", "2024-03-10T07:00:00Z"], ["America/New_York", "2024-11-03T06:00:00Z"],
+  ["Australia/Sydney", "2024-10-05T16:00:00Z"], ["Australia/Sydney", "2024-04-06T16:00:00Z"],
+  ["Australia/Lord_Howe", "2024-10-05T15:30:00Z"], ["Australia/Lord_Howe", "2024-04-06T15:00:00Z"],
+  ["America/Santiago", "2024-09-08T04:00:00Z"], ["America/Santiago", "2024-04-07T03:00:00Z"]
+] as const).map(([tz, when]) => [tz, at(when)] as const)
+// Fixed times near the transitions (the Vixie catch-up after a gap, the first pass of an overlap).
+const fixedExpression = fc
+  .tuple(fc.constantFrom("0", "30", "0,30", "10-20", "45-59/5", "59"), fc.constantFrom("0", "1", "2", "3", "1-3", "0,2,4", "23"), domField, monthField, dowField)
+  .map((f) => f.join(" "))
 
 describe("cron matches its definition (property)", () => {
   test("fires equal a minute-by-minute scan of the zone's wall clock, around DST transitions", () => {
@@ -232,6 +313,17 @@ describe("cron matches its definition (property)", () => {
         expect(got).toEqual(oracle(expr, tz, from, to))
       }),
       { numRuns: 150 }
+    )
+  })
+
+  test("fixed-time expressions, whose gap times run right after the gap, equal the scan too", () => {
+    fc.assert(
+      fc.property(fixedExpression, fc.constantFrom(...zoneTransitions), fc.integer({ min: -30, max: 6 }), (expr, [tz, pivot], shiftH) => {
+        const from = pivot + shiftH * 3_600_000
+        const to = from + 36 * 3_600_000
+        expect(Trigger.firesBetween(Trigger.cron(expr, tz), from, to)).toEqual(oracle(expr, tz, from, to))
+      }),
+      { numRuns: 100 }
     )
   })
 })
