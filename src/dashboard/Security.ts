@@ -5,24 +5,26 @@
  *   `ROSTER_DASHBOARD_TOKEN`, and the dashboard refuses to start without it.
  * - Authentication, when a token is set (on any bind): every request carries
  *   `Authorization: Bearer <token>` or the session cookie a browser gets by posting the
- *   token to /login once. The cookie holds an HMAC of the token, not the token, and is
- *   HttpOnly and SameSite=Strict. Anything else is answered 401.
+ *   token to /login once. The cookie names a session of this process (Sessions.ts): a
+ *   random id and its expiry, signed over the token, never the token itself; it is
+ *   HttpOnly and SameSite=Strict, and refused once expired, signed out, or after the
+ *   token changes or the process restarts. Anything else is answered 401.
+ * - After signing in, a browser is sent back only to a path of this dashboard
+ *   ({@link safeNext}: parsed as a URL, never pattern-matched).
  * - Without a token (loopback only), the Host header must name a loopback address, so
  *   a page on another site cannot reach the dashboard through DNS rebinding.
  * - Mutations are POST only, and a POST must come from the dashboard's own pages: its
  *   Origin (or, when absent, Referer) must name the host it was sent to; otherwise 403.
  * Comparisons of secrets are constant-time.
  */
-import { createHash, createHmac, timingSafeEqual } from "node:crypto"
+import { createHash, timingSafeEqual } from "node:crypto"
+import type { Sessions } from "./Sessions.ts"
 
 /** The environment variable holding the dashboard token. */
 export const tokenVariable = "ROSTER_DASHBOARD_TOKEN"
 
 /** The session cookie's name. */
 export const cookieName = "roster_session"
-
-/** How long a browser session lasts (7 days). */
-export const sessionSeconds = 7 * 24 * 3600
 
 /** Whether a bind host or Host-header name is a loopback address. */
 export const isLoopback = (host: string): boolean => {
@@ -47,9 +49,6 @@ const digest = (s: string): Buffer => createHash("sha256").update(s).digest()
 /** Constant-time string equality (hashes first, so lengths leak nothing). */
 export const secretEquals = (a: string, b: string): boolean => timingSafeEqual(digest(a), digest(b))
 
-/** The session cookie value for a token: an HMAC, so the cookie never holds the token itself. */
-export const sessionValue = (token: string): string => createHmac("sha256", token).update("roster-dashboard-session:v1").digest("base64url")
-
 /** Parses a Cookie header. */
 export const cookies = (header: string | null): Map<string, string> => {
   const out = new Map<string, string>()
@@ -60,14 +59,16 @@ export const cookies = (header: string | null): Map<string, string> => {
   return out
 }
 
-/** Whether a request is authenticated: no token configured, the bearer token, or the session cookie. */
-export const authenticated = (req: Request, token: string | undefined): boolean => {
+/** The session cookie a request carries, if any. */
+export const sessionCookie = (req: Request): string | undefined => cookies(req.headers.get("cookie")).get(cookieName)
+
+/** Whether a request is authenticated at `now`: no token configured, the bearer token, or an active session's cookie. */
+export const authenticated = (req: Request, token: string | undefined, sessions: Sessions, now: number): boolean => {
   if (token === undefined) return true
   const auth = req.headers.get("authorization")
   const bearer = auth === null ? undefined : /^Bearer\s+(.+)$/i.exec(auth.trim())?.[1]
   if (bearer !== undefined && secretEquals(bearer, token)) return true
-  const session = cookies(req.headers.get("cookie")).get(cookieName)
-  return session !== undefined && secretEquals(session, sessionValue(token))
+  return sessions.valid(sessionCookie(req), token, now)
 }
 
 /** Whether the Host header is acceptable: any with a token; a loopback name without one. */
@@ -97,9 +98,9 @@ export const sameOrigin = (req: Request): boolean => {
   return from !== undefined && from === host
 }
 
-/** The Set-Cookie header that signs a browser in. */
-export const signInCookie = (token: string): string =>
-  `${cookieName}=${sessionValue(token)}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${sessionSeconds}`
+/** The Set-Cookie header that signs a browser in: the session's value, kept until its expiry. */
+export const signInCookie = (session: { readonly value: string; readonly expiresAt: number }, now: number): string =>
+  `${cookieName}=${session.value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${Math.max(0, Math.floor((session.expiresAt - now) / 1000))}`
 
 /** The Set-Cookie header that signs a browser out. */
 export const signOutCookie = `${cookieName}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0`
@@ -113,5 +114,30 @@ export const securityHeaders: Readonly<Record<string, string>> = {
   "cache-control": "no-store"
 }
 
-/** A local path to return to after signing in (never another origin). */
-export const safeNext = (next: string | null): string => (next && next.startsWith("/") && !next.startsWith("//") && !next.startsWith("/\\") ? next : "/")
+/** A stand-in origin to resolve `next` against: it can never be the origin of a real site. */
+const home = "http://dashboard.invalid"
+
+/** Whether `target` resolves, as a browser would resolve it against this dashboard, to a path here. */
+const staysHome = (target: string): boolean => {
+  try {
+    return new URL(target, `${home}/login`).origin === home
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Where to send a browser after signing in: `next` resolved as a URL against this
+ * dashboard, kept only when its origin is unchanged, as the parsed path, query and
+ * fragment (percent-encoded, so no tab, newline or backslash survives); anything
+ * else — another host (`//x`, `/\x`, `/<TAB>/x`), another scheme (`javascript:`), a
+ * path the parser folds into `//x` (`/.//x`), text that does not parse — is `/`.
+ */
+export const safeNext = (next: string | null | undefined): string => {
+  if (typeof next !== "string" || next.length === 0 || next.length > 4096 || !staysHome(next)) return "/"
+  const u = new URL(next, `${home}/login`)
+  // The parser leaves a backslash in a query or fragment as it is; encoded, it means the same here.
+  const local = `${u.pathname}${u.search}${u.hash}`.replaceAll("\\", "%5C")
+  // The result is sent as a relative Location: it must resolve here too, on its own.
+  return local.startsWith("/") && !local.startsWith("//") && staysHome(local) ? local : "/"
+}

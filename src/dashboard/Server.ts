@@ -1,9 +1,11 @@
 /**
  * The dashboard's HTTP server: Bun.serve in the caller's scope (stopped when it
  * closes), every request checked in one order — Host (DNS rebinding), method, origin
- * of a POST, authentication — then routed to a handler run as an Effect over the
+ * of a POST, authentication (a bearer token, or a session of this process's Sessions) —
+ * then routed to a handler run as an Effect over the
  * dashboard's services. A handler's typed failure becomes an error page; a defect is
- * logged and answered 500 without details.
+ * logged and answered 500 without details. A request body over 64 KiB is answered
+ * 413 by Bun.serve before it is read.
  */
 import { Cause, Clock, Data, Effect } from "effect"
 import { cancelExecution, pauseSchedule, resumeSchedule, retryExecution, runSchedule } from "./Actions.ts"
@@ -15,6 +17,7 @@ import { login, loginPage, logout } from "./pages/Login.ts"
 import { overview } from "./pages/Overview.ts"
 import { scheduleDetail, schedulesList } from "./pages/Schedules.ts"
 import { authenticated, bindRefusal, hostAllowed, sameOrigin } from "./Security.ts"
+import * as Sessions from "./Sessions.ts"
 import * as Throttle from "./Throttle.ts"
 
 /** The dashboard could not start (refused bind, port in use). */
@@ -72,11 +75,19 @@ const decode = (parts: ReadonlyArray<string>): ReadonlyArray<string> | undefined
   }
 }
 
-/** Who is asking (for the failed-token-check throttle) and the throttle of this dashboard. */
+/** Who is asking (for the failed-token-check throttle), and the throttle and sessions of this dashboard. */
 export interface Guard {
   readonly throttle: Throttle.Throttle
   readonly client: string
+  /** The dashboard's sessions; without them, the process-wide ones of {@link handle}. */
+  readonly sessions?: Sessions.Sessions | undefined
 }
+
+/** Sessions of handlers called without their own (tests, embedding): one set per process. */
+const processSessions = Sessions.make()
+
+/** The largest request body accepted: the dashboard's forms are a token and a path. */
+export const maxBodyBytes = 64 * 1024
 
 /** Answers one request. */
 export const handle = (req: Request, token: string | undefined, guard?: Guard): Effect.Effect<Response, never, Services> =>
@@ -88,6 +99,7 @@ export const handle = (req: Request, token: string | undefined, guard?: Guard): 
     const url = new URL(req.url)
     const path = url.pathname.length > 1 ? url.pathname.replace(/\/+$/, "") : url.pathname
     const now = yield* Clock.currentTimeMillis
+    const sessions = guard?.sessions ?? processSessions
 
     // A token check (a login, a bearer token) from an address that failed too often is not made.
     const loggingIn = path === "/login" && method === "POST"
@@ -98,12 +110,12 @@ export const handle = (req: Request, token: string | undefined, guard?: Guard): 
     if (path === "/login") {
       if (token === undefined) return redirect("/")
       if (!loggingIn) return loginPage(url.searchParams.get("next") ?? "/")
-      const response = yield* Effect.promise(() => login(req, token))
+      const response = yield* Effect.promise(() => login(req, token, sessions, now))
       if (response.status === 401) guard?.throttle.failed(guard.client, now)
       return response
     }
-    if (path === "/logout" && method === "POST") return logout()
-    if (!authenticated(req, token)) {
+    if (path === "/logout" && method === "POST") return logout(req, sessions)
+    if (!authenticated(req, token, sessions, now)) {
       if (req.headers.has("authorization")) guard?.throttle.failed(guard.client, now)
       return wantsHtml(req)
         ? loginPage(`${url.pathname}${url.search}`, 401)
@@ -140,13 +152,15 @@ export const serve = Effect.fnUntraced(function*(options: DashboardOptions) {
   const context = yield* Effect.context<Services>()
   const run = Effect.runPromiseWith(context)
   const throttle = Throttle.make()
+  const sessions = Sessions.make()
   const server = yield* Effect.acquireRelease(
     Effect.try({
       try: () =>
         Bun.serve({
           hostname: host,
           port,
-          fetch: (req, server) => run(handle(req, options.token, { throttle, client: server.requestIP(req)?.address ?? "unknown" }))
+          maxRequestBodySize: maxBodyBytes,
+          fetch: (req, server) => run(handle(req, options.token, { throttle, sessions, client: server.requestIP(req)?.address ?? "unknown" }))
         }),
       catch: (cause) => new DashboardError({ message: `cannot serve the dashboard on ${host}:${port}: ${(cause as Error).message}` })
     }),
