@@ -66,7 +66,11 @@ export interface Job<P extends AnySchema = AnySchema, S extends AnySchema = AnyS
   readonly timeoutMs: number
   readonly retry: RetryPolicy
   readonly priority: number
-  /** Whether a failure may be retried; `Job.permanent(...)` is never retried whatever this says. */
+  /**
+   * Whether a failure may be retried (src/jobs/Failure.ts): it may reject any typed
+   * failure, and returning true re-enables a validation failure (`SchemaError`), which is
+   * permanent by default; `Job.permanent(...)` is never retried whatever this says.
+   */
   readonly retryable: (error: unknown) => boolean
   readonly handler: Handler<Schema.Schema.Type<P>, Schema.Schema.Type<S>, E, R>
 }
@@ -91,6 +95,9 @@ export interface JobOptions<P extends AnySchema, S extends AnySchema, E, R> {
   readonly retryable?: (error: unknown) => boolean
   readonly handler: Handler<Schema.Schema.Type<P>, Schema.Schema.Type<S>, E, R>
 }
+
+/** The `retryable` of a Job that gives none: every failure Roster does not make permanent may be retried. */
+export const retryAll = (_error: unknown): boolean => true
 
 const kebab = /^[a-z0-9]+(?:-[a-z0-9]+)*$/
 
@@ -125,7 +132,7 @@ export const make = <P extends AnySchema, S extends AnySchema = typeof Schema.Un
     timeoutMs,
     retry: options.retry ?? defaultPolicy,
     priority: options.priority ?? 0,
-    retryable: options.retryable ?? (() => true),
+    retryable: options.retryable ?? retryAll,
     handler: options.handler
   }
 }
