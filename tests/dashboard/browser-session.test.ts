@@ -48,7 +48,7 @@ describe.skipIf(browser.skip)("dashboard sessions in a browser", () => {
   const signIn = async (page: Page, url: string, next?: string) => {
     await page.goto(`${url}/login`)
     // Tamper with the hidden field as a hostile link or page could have made it.
-    if (next !== undefined) await page.locator("input[name=next]").evaluate((el, v) => ((el as HTMLInputElement).value = v), next)
+    if (next !== undefined) await page.locator("input[name=next]").evaluate((el, v) => ((el as unknown as { value: string }).value = v), next)
     await page.locator("input[name=token]").fill(token)
     await page.getByRole("button", { name: "Sign in" }).click()
     await page.waitForLoadState()
