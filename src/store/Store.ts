@@ -13,10 +13,11 @@ import type { Attempt, Execution, ExecutionError, ExecutionState, LogDrops, LogL
 
 /**
  * Why a store failed, when the driver can tell: `corrupt` (not a database, or a damaged
- * file: retrying cannot help), `read-only`, `disk-full`, or `schema-too-new` (migrated by
- * a newer Roster).
+ * file: retrying cannot help), `read-only`, `disk-full`, `schema-too-new` (migrated by
+ * a newer Roster), or `missing` (a command that only reads or changes existing work met
+ * a SQLite file that does not exist, and created nothing).
  */
-export type StoreErrorReason = "corrupt" | "read-only" | "disk-full" | "schema-too-new"
+export type StoreErrorReason = "corrupt" | "read-only" | "disk-full" | "schema-too-new" | "missing"
 
 /** A failure of the store itself (I/O, lock timeout, corrupt file). Mapped once, at the store boundary. */
 export class StoreError extends Data.TaggedError("StoreError")<{

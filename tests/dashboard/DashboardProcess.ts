@@ -3,6 +3,7 @@
  * folder and waits for the line that names its URL (`--port 0` picks a free port, so
  * tests never collide). The scratch kills it when the test ends.
  */
+import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { repoRoot, tail, waitFor, type RosterProcess, type Scratch } from "../support/processes.ts"
 
@@ -23,6 +24,11 @@ export const startDashboard = async (
   s: Scratch,
   options: { readonly args?: ReadonlyArray<string>; readonly env?: Readonly<Record<string, string>> } = {}
 ): Promise<Dashboard> => {
+  // The dashboard refuses a database that does not exist; a fresh scratch has none yet.
+  if (!existsSync(s.db)) {
+    const migrated = await s.run(["migrate"])
+    if (migrated.code !== 0) throw new Error(`migrate failed (${migrated.code}):\n${tail(migrated.stderr)}`)
+  }
   const proc = s.spawn(["dashboard", "--port", "0", ...(options.args ?? [])], { env: options.env ?? {} })
   const url = await waitFor("the dashboard to listen", () => {
     if (proc.exited) throw new Error(`dashboard exited early:\n${tail(proc.stderrSoFar())}`)

@@ -106,6 +106,8 @@ describe("executions output", () => {
 
   test("executions count --json has all five states on an empty database", async () => {
     const s = scratch()
+    // An empty database, not a missing one (that is refused: tests/process/missing-database.test.ts).
+    expect((await s.run(["migrate"])).code).toBe(0)
     const r = await s.run(["executions", "count", "--json"])
     expect(r.code).toBe(0)
     expect(parseJsonOutput(r)).toEqual({ queued: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 })
@@ -115,6 +117,7 @@ describe("executions output", () => {
 
   test("show of an unknown id exits 1 with one line", async () => {
     const s = scratch()
+    expect((await s.run(["migrate"])).code).toBe(0)
     const r = await s.run(["executions", "show", "01900000-0000-7000-8000-000000000000", "--json"])
     expect(r.code).toBe(1)
     expect(r.stdout).toBe("")

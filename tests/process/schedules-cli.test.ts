@@ -71,7 +71,9 @@ describe("reading schedules", () => {
 
   test("list, show and history --json describe schedules, their next fires and their fires", async () => {
     const s = scratch()
-    // Nothing is stored before a scheduler has synced: an empty list, not an error.
+    // Nothing is stored before a scheduler has synced: on a database that exists (a missing
+    // file is refused, tests/process/missing-database.test.ts), an empty list, not an error.
+    expect((await s.run(["migrate"])).code).toBe(0)
     expect(await listJson(s)).toEqual([])
     const created = await s.run(["schedules", "create", "--id", "demo/per-second", "--job", "demo/noop", "--cron", "* * * * * *", "--payload", '{"n":5}'])
     expect(created.code, created.stderr).toBe(0)

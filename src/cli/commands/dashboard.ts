@@ -1,14 +1,15 @@
 /**
  * `roster dashboard [--host H] [--port P]`: serves the web dashboard until
  * SIGTERM/SIGINT. It opens the store and a Client (for retry, cancel and run now) but
- * never runs Jobs. Binds 127.0.0.1 by default; any other address needs
+ * never runs Jobs, and refuses to start on a SQLite file that does not exist (it would
+ * create an empty one where the operator meant another). Binds 127.0.0.1 by default; any other address needs
  * ROSTER_DASHBOARD_TOKEN, without which it refuses to start (exit 1).
  */
 import { Effect } from "effect"
 import { Command, Flag } from "effect/cli"
 import * as Dashboard from "../../dashboard/Server.ts"
 import { bindRefusal, tokenFromEnv } from "../../dashboard/Security.ts"
-import { runtimeLayer } from "../Environment.ts"
+import { runtimeLayerExisting } from "../Environment.ts"
 import { CliFailure, printLine } from "../Output.ts"
 
 /** The dashboard command. */
@@ -32,6 +33,6 @@ export const dashboard = Command.make(
           yield* printLine(`dashboard on ${running.url}${token ? " (token required)" : ""}`)
           yield* Effect.never
         })
-      ).pipe(Effect.provide(runtimeLayer))
+      ).pipe(Effect.provide(runtimeLayerExisting))
     })
 ).pipe(Command.withDescription("Serve the web dashboard (never runs Jobs)"))

@@ -6,7 +6,7 @@ import { Argument, Command, Flag } from "effect/cli"
 import { states, type ExecutionState, type LogLine } from "../../store/Execution.ts"
 import { Store } from "../../store/Store.ts"
 import { Client } from "../../runtime/Client.ts"
-import { runtimeLayer, storeLayer } from "../Environment.ts"
+import { runtimeLayerExisting, storeLayer } from "../Environment.ts"
 import { CliFailure, describeCause, executionSummary, printJson, printLine, table } from "../Output.ts"
 
 const logJson = (l: LogLine) => ({
@@ -155,7 +155,7 @@ const bulk = <A>(
         }
         if (Option.isSome(flags.id) && !results[0]!.ok) return yield* Effect.fail(new CliFailure(results[0]!.error!))
         if (ids.length > 0 && results.every((r) => !r.ok)) return yield* Effect.fail(new CliFailure(`no execution could be ${name === "cancel" ? "cancelled" : "retried"}`))
-      }).pipe(Effect.provide(runtimeLayer))
+      }).pipe(Effect.provide(runtimeLayerExisting))
   )
 
 const cancel = bulk("cancel", (c, id) => c.cancel(id), (id, r) => `${id}: ${r === "requested" ? "cancel requested (its worker stops it at the next heartbeat)" : r}`).pipe(

@@ -10,7 +10,7 @@ import * as RegistryBuilder from "../../runtime/Registry.ts"
 import type { RosterConfig } from "../../runtime/Config.ts"
 import { databaseOf, isPostgresUrl } from "../../runtime/Roster.ts"
 import { Embedded } from "../Embedded.ts"
-import { loadConfig, loadRegistry, storeLayer } from "../Environment.ts"
+import { loadConfig, loadRegistry, storeLayer, storeLayerCreating } from "../Environment.ts"
 import { printJson, printLine } from "../Output.ts"
 
 /** The migrate command. */
@@ -19,7 +19,7 @@ export const migrate = Command.make("migrate", {}, () =>
     const store = yield* Store
     yield* store.migrate
     yield* printLine("migrations applied")
-  }).pipe(Effect.provide(storeLayer))).pipe(Command.withDescription("Apply database migrations"))
+  }).pipe(Effect.provide(storeLayerCreating))).pipe(Command.withDescription("Apply database migrations"))
 
 /**
  * Queued executions of Jobs these apps do not define (a rolling deploy that dropped a

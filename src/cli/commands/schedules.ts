@@ -6,7 +6,7 @@ import { Clock, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import type { ScheduleFire, StoredSchedule } from "../../store/ScheduleStore.ts"
 import { nextFires, Schedules, type StudioScheduleInput } from "../../runtime/Schedules.ts"
-import { runtimeLayer } from "../Environment.ts"
+import { runtimeLayer, runtimeLayerExisting } from "../Environment.ts"
 import { CliFailure, printJson, printLine, table } from "../Output.ts"
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("print one JSON document"), Flag.withDefault(false))
@@ -32,7 +32,8 @@ const summary = (s: StoredSchedule, now: number) => ({
 
 const fireJson = (f: ScheduleFire) => ({ dueAt: iso(f.dueAt), enqueuedAt: iso(f.enqueuedAt), outcome: f.outcome, executionId: f.executionId, error: f.error })
 
-const run = <A, E, R>(effect: Effect.Effect<A, E, R>) => effect.pipe(Effect.provide(runtimeLayer))
+/** Runs a command on a database that must exist: reads and changes to schedules never create one. */
+const run = <A, E, R>(effect: Effect.Effect<A, E, R>) => effect.pipe(Effect.provide(runtimeLayerExisting))
 
 const list = Command.make("list", { json, all: Flag.Boolean("all").pipe(Flag.withDescription("include retired file schedules"), Flag.withDefault(false)) }, (flags) =>
   run(Effect.gen(function*() {
@@ -113,12 +114,13 @@ const inputOf = (id: string, flags: StudioFlags, base?: StoredSchedule) =>
     } satisfies StudioScheduleInput
   })
 
+// Creating a studio schedule is new work, like an enqueue: it may create the database.
 const create = Command.make("create", { id: Flag.String("id").pipe(Flag.withDescription("the schedule id, <app>/<schedule>")), ...studioFlags }, (flags) =>
-  run(Effect.gen(function*() {
+  Effect.gen(function*() {
     if (Option.isNone(flags.job)) return yield* Effect.fail(new CliFailure("--job is required", 2))
     const s = yield* Schedules.create(yield* inputOf(flags.id, flags))
     yield* printLine(`created ${s.id}; next fire ${iso(s.nextDueAt)}`)
-  }))).pipe(Command.withDescription("Create a studio schedule (managed at runtime, never touched by the file sync)"))
+  }).pipe(Effect.provide(runtimeLayer))).pipe(Command.withDescription("Create a studio schedule (managed at runtime, never touched by the file sync)"))
 
 const update = Command.make("update", { id: idArg, ...studioFlags }, (flags) =>
   run(Effect.gen(function*() {

@@ -6,8 +6,9 @@
  */
 import { Database } from "bun:sqlite"
 import { accessSync, constants, existsSync, mkdirSync } from "node:fs"
-import { dirname } from "node:path"
+import { dirname, resolve } from "node:path"
 import { schemaTooNew } from "../SchemaVersion.ts"
+import { StoreError } from "../Store.ts"
 import { migrations } from "./migrations.ts"
 
 /** Options of the SQLite store. */
@@ -41,6 +42,19 @@ const readOnlyHint = (path: string): string => {
 /** An Error whose message is readable on its own, keeping SQLite's error (its code) as the cause. */
 const openFailure = (path: string, cause: unknown): Error =>
   new Error(`cannot open database ${path}: ${(cause as Error).message}${readOnlyHint(path)}`, { cause })
+
+/**
+ * The refusal of a database file that does not exist, for commands that must not create
+ * one (reads, and changes to existing work): nothing has been enqueued there, so the
+ * path is most likely not the one meant. Undefined when the file exists (or is `:memory:`).
+ */
+export const missingDatabase = (path: string): StoreError | undefined =>
+  path === ":memory:" || existsSync(path)
+    ? undefined
+    : new StoreError({
+      message: `no database at ${resolve(path)} (nothing has been enqueued there yet; check ROSTER_DB, or db in roster.config.ts)`,
+      reason: "missing"
+    })
 
 /** Opens and configures the database; throws with a readable message when it cannot. */
 export const openDatabase = (options: SqliteOptions): Database => {
