@@ -19,7 +19,8 @@ import { latestVersion as pgLatestVersion } from "../../src/store/postgres/Postg
 import { acknowledge, expectAllRan, expectRefused } from "../support/badInput.ts"
 import { pgUrl, requireService } from "../support/env.ts"
 import { bindReadOnly, mountTmpfs, remount, requirePrivilege, unmount } from "../support/privileges.ts"
-import { bunBinary, cliEntry, demoApps, fixtureApps, type ProcessResult, spawnRoster, tail, useScratch, waitFor } from "../support/processes.ts"
+import { demoApps, fixtureApps, type ProcessResult, spawnRoster, tail, useScratch, waitFor } from "../support/processes.ts"
+import { reachableCopy } from "../support/reachable.ts"
 import { freshSchema, pgAdmin, urlWithSchema } from "../store/drivers.ts"
 
 /** The commands each row tries: a read, a write, and a long-running worker (which must exit, not retry forever). */
@@ -114,11 +115,17 @@ describe("a read-only database", () => {
     if (!asNobody.skip) {
       chmodSync(s.dir, 0o755)
       chmodSync(s.db, 0o644)
-      const command = ["runuser", "-u", "nobody", "--", bunBinary, cliEntry]
-      await expectAllRefused(
-        (args) => spawnRoster(args, { cwd: s.dir, env: s.env(), command }).wait(30_000),
-        /attempt to write a readonly database \(read-only: this process cannot write .*roster\.db\)/
-      )
+      // nobody may not reach this clone (under mktemp -d, or a 0700 home): it runs a world-readable copy.
+      const copy = reachableCopy()
+      try {
+        const command = ["runuser", "-u", "nobody", "--", ...copy.command]
+        await expectAllRefused(
+          (args) => spawnRoster(args, { cwd: s.dir, env: s.env({ ROSTER_APPS_DIR: copy.demoApps }), command }).wait(30_000),
+          /attempt to write a readonly database \(read-only: this process cannot write .*roster\.db\)/
+        )
+      } finally {
+        copy.remove()
+      }
     }
     if (!mounting.skip) {
       const view = mountPoint()
