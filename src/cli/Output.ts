@@ -1,8 +1,12 @@
 /**
  * How the CLI talks: JSON documents for `--json`, aligned tables for people, and
  * errors as one readable line on stderr. Exit codes: 0 ok, 1 failure, 2 usage.
+ * Times print through `isoTime` (any stored number, never a throw) and JSON documents
+ * through `documentJson` (indentation bounded, so a deeply nested value stays its size).
  */
 import { Cause, Effect } from "effect"
+import { documentJson } from "../jobs/JsonText.ts"
+import { isoTimeOrNull } from "../jobs/TimeRange.ts"
 import type { Execution } from "../store/Execution.ts"
 
 /** A user-facing failure with an exit code. */
@@ -13,12 +17,13 @@ export class CliFailure extends Error {
 }
 
 /** Prints one JSON document on stdout. */
-export const printJson = (value: unknown) => Effect.sync(() => process.stdout.write(JSON.stringify(value, null, 2) + "\n"))
+export const printJson = (value: unknown) => Effect.sync(() => process.stdout.write(documentJson(value) + "\n"))
 
 /** Prints a line on stdout. */
 export const printLine = (line: string) => Effect.sync(() => process.stdout.write(line + "\n"))
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
+/** ISO text of a stored time (null stays null); never throws, whatever the row holds. */
+export const iso = isoTimeOrNull
 
 /** The JSON shape of an execution in `executions list --json` (DESIGN §5). */
 export const executionSummary = (e: Execution) => ({

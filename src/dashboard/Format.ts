@@ -1,12 +1,29 @@
 /**
  * How the dashboard writes times, durations and JSON. Times are shown in UTC (the
  * server renders them; there is no client script to localise them), with a relative
- * form next to them, measured from the page's `now` (read from the Clock).
+ * form next to them, measured from the page's `now` (read from the Clock); any stored
+ * number renders (see TimeRange.ts). What a page shows of a value is bounded: JSON and
+ * text past {@link maxShownChars} (log lines past {@link maxLogLineChars}) are cut,
+ * with the command that prints the whole value.
  */
+import { prettyJson } from "../jobs/JsonText.ts"
+import { isoTime, timeText } from "../jobs/TimeRange.ts"
 import { html, type Html } from "./Html.ts"
 
+/** Most characters of one payload, result, step output or cause a page shows. */
+export const maxShownChars = 64 * 1024
+
+/** Most characters of one log line (or its annotations) a page shows. */
+export const maxLogLineChars = 2_000
+
 /** `2024-05-01 12:03:04` (UTC), or an em dash for none. */
-export const time = (ms: number | null): string => (ms === null ? "—" : new Date(ms).toISOString().replace("T", " ").slice(0, 19))
+export const time = (ms: number | null): string => (ms === null ? "—" : timeText(ms))
+
+/** `12:03:04.567` (UTC) of a time, for log lines. */
+export const clockTime = (ms: number): string => {
+  const iso = isoTime(ms)
+  return /^\d{4}-\d\d-\d\dT/.test(iso) ? iso.slice(11, 23) : iso
+}
 
 /** A duration in the largest sensible unit: `12 ms`, `3.4 s`, `5m 02s`, `3h 05m`, `2d 04h`. */
 export const duration = (ms: number): string => {
@@ -32,15 +49,28 @@ export const relative = (ms: number | null, now: number): string => {
 export const when = (ms: number | null, now: number): Html =>
   ms === null ? html`<span class="muted">—</span>` : html`<span class="nowrap">${time(ms)}</span> <span class="muted small nowrap">${relative(ms, now)}</span>`
 
-/** Pretty JSON text for a stored value (already decoded JSON). */
-export const json = (value: unknown): string => {
-  if (value === undefined) return "undefined"
-  try {
-    return JSON.stringify(value, null, 2) ?? String(value)
-  } catch {
-    return String(value)
-  }
+/** Pretty JSON text for a stored value (already decoded JSON), whatever its size or depth (unbounded: see {@link shownJson}). */
+export const json = (value: unknown): string => prettyJson(value).text
+
+/**
+ * A stored value as a page shows it: pretty JSON, cut at {@link maxShownChars}, then a
+ * line saying how to get all of it (`whole` is the command printing the whole value).
+ */
+export const shownJson = (value: unknown, whole: string): Html => {
+  const shown = prettyJson(value, { maxChars: maxShownChars })
+  return html`<pre>${shown.text}${shown.truncated ? "…" : ""}</pre>${shown.truncated ? cutNote(`the first ${count(maxShownChars)} characters`, whole) : ""}`
 }
+
+/** Text cut at `max` characters, with `…` when it was longer. */
+export const clip = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max)}…` : text)
+
+/** Long text in a `<pre>`, cut at {@link maxShownChars} with how to get all of it. */
+export const shownText = (text: string, whole: string): Html =>
+  html`<pre>${clip(text, maxShownChars)}</pre>${text.length > maxShownChars ? cutNote(`${count(maxShownChars)} of ${count(text.length)} characters`, whole) : ""}`
+
+/** The line under a cut value. */
+export const cutNote = (shown: string, whole: string): Html =>
+  html`<p class="muted small">Showing ${shown}; <code>${whole}</code> prints the whole value.</p>`
 
 /** A number with thousands separators. */
 export const count = (n: number): string => n.toLocaleString("en-US")

@@ -104,6 +104,13 @@ const kebab = /^[a-z0-9]+(?:-[a-z0-9]+)*$/
 /** Whether a name is kebab-case (used for apps, jobs, schedules and queues). */
 export const isKebab = (name: string): boolean => kebab.test(name)
 
+/** The app whose Jobs and Schedules are Roster's own (`roster/prune`); no other definition may use it. */
+export const reservedApp = "roster"
+
+/** Why an id of a Job or Schedule defined outside Roster may not be used, if it may not. */
+export const reservedIdProblem = (id: string): string | undefined =>
+  id.split("/")[0] === reservedApp ? `the app "${reservedApp}" is reserved for Roster's own Jobs and Schedules; use another app name` : undefined
+
 /** Splits `<app>/<job>` and checks both halves; undefined when malformed. */
 export const parseId = (id: string): { readonly app: string; readonly name: string } | undefined => {
   const parts = id.split("/")

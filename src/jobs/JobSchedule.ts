@@ -14,6 +14,8 @@ import { defaultAllCap, misfire as makeMisfire } from "./FirePlan.ts"
 import type { Trigger } from "./Trigger.ts"
 import { cron as cronTrigger, interval, minIntervalMs, validate } from "./Trigger.ts"
 import { InvalidDefinition } from "./errors.ts"
+import { depthOf, maxPayloadDepth } from "./JsonText.ts"
+import { maxDelayMs } from "./TimeRange.ts"
 
 /** What to do when a fire comes due while the previous execution of this schedule is queued or running. */
 export type Overlap = "allow" | "skip"
@@ -90,6 +92,7 @@ const toTrigger = (id: string, options: JobScheduleOptions<any>): Trigger => {
     if (!Number.isInteger(everyMs) || everyMs < minIntervalMs) {
       throw new RangeError(`Schedule "${id}": every must be a whole number of milliseconds >= ${minIntervalMs}, got ${everyMs}`)
     }
+    if (everyMs > maxDelayMs) throw new RangeError(`Schedule "${id}": every must be at most 100 years (${maxDelayMs} ms), got ${everyMs}`)
     trigger = interval(everyMs)
   }
   const invalid = validate(trigger)
@@ -147,6 +150,9 @@ const jsonCodec = (schema: AnySchema): Schema.Codec<unknown, unknown> => {
 
 /** Encodes a payload with the Job's Schema (its JSON codec, as enqueue does) to the JSON text stored and enqueued. */
 export const encodeJobPayload = (job: Job, payload: unknown): InvalidDefinition | string => {
+  if (depthOf(payload) > maxPayloadDepth) {
+    return new InvalidDefinition({ id: job.id, message: `payload for Job "${job.id}" nests deeper than ${maxPayloadDepth} levels of arrays and objects` })
+  }
   const encoded = Schema.encodeUnknownResult(jsonCodec(job.payload))(payload)
   if (Result.isFailure(encoded)) {
     return new InvalidDefinition({ id: job.id, message: `payload does not match Job "${job.id}": ${encoded.failure.message.replace(/\s*\n\s*/g, " ")}` })

@@ -7,6 +7,7 @@
  * (e.g. a Reaper recovering a lease for a Job it does not know).
  */
 import { Duration } from "effect"
+import { maxDelayMs } from "./TimeRange.ts"
 
 /** The stored, JSON-safe form of a retry policy. */
 export interface RetrySnapshot {
@@ -91,10 +92,17 @@ export const ceilingMs = (snapshot: RetrySnapshot, attempt: number): number =>
  * uniform random number in [0, 1). Full jitter picks uniformly in [0, ceiling].
  */
 export const delayMs = (policy: RetryPolicy, attempt: number, error: unknown, random: number): number => {
-  if (policy.custom) return Math.max(0, toMs(policy.custom(attempt, error)))
-  const ceiling = ceilingMs(policy.snapshot, attempt)
+  if (policy.custom) return storableDelay(toMs(policy.custom(attempt, error)))
+  const ceiling = storableDelay(ceilingMs(policy.snapshot, attempt))
   return policy.snapshot.jitter === "full" ? Math.floor(random * (ceiling + 1)) : ceiling
 }
+
+/**
+ * A delay the next run_at can hold: whole milliseconds from 0 to one hundred years
+ * (TimeRange.maxDelayMs). A factor such as 1.5, an infinite or NaN custom delay would
+ * otherwise give a run_at the store refuses, and the failure would never be recorded.
+ */
+const storableDelay = (ms: number): number => (Number.isNaN(ms) ? 0 : Math.min(maxDelayMs, Math.max(0, Math.floor(ms))))
 
 /** Whether another attempt remains after `attempt` attempts have been charged. */
 export const hasAttemptLeft = (snapshot: RetrySnapshot, attempt: number): boolean => attempt < snapshot.attempts

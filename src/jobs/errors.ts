@@ -9,12 +9,40 @@ import { Data } from "effect"
 export class InvalidPayload extends Data.TaggedError("InvalidPayload")<{
   readonly job: string
   readonly message: string
+  /** In a bulk enqueue, the 1-based position of the refused item. */
+  readonly item?: number | undefined
 }> {}
 
 /** No Job with this id is registered. */
 export class UnknownJob extends Data.TaggedError("UnknownJob")<{
   readonly job: string
   readonly message: string
+  /** In a bulk enqueue, the 1-based position of the refused item. */
+  readonly item?: number | undefined
+}> {}
+
+/**
+ * The payload nests arrays and objects deeper than the limit (64 levels); nothing was
+ * written. Pages and JSON output of deep values would otherwise grow with the depth.
+ */
+export class PayloadTooDeep extends Data.TaggedError("PayloadTooDeep")<{
+  readonly job: string
+  readonly limit: number
+  readonly message: string
+  readonly item?: number | undefined
+}> {}
+
+/**
+ * An enqueue option is out of its range: `runAt` outside the times Roster stores
+ * (1970-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z) or not a whole number of ms,
+ * `delayMs` negative, fractional or reaching past that range, or `priority` not a
+ * 32-bit integer. Nothing was written.
+ */
+export class InvalidEnqueueOption extends Data.TaggedError("InvalidEnqueueOption")<{
+  readonly job: string
+  readonly option: "runAt" | "delayMs" | "priority"
+  readonly message: string
+  readonly item?: number | undefined
 }> {}
 
 /** The encoded payload is larger than the configured limit. */
@@ -23,12 +51,16 @@ export class PayloadTooLarge extends Data.TaggedError("PayloadTooLarge")<{
   readonly bytes: number
   readonly limit: number
   readonly message: string
+  /** In a bulk enqueue, the 1-based position of the refused item. */
+  readonly item?: number | undefined
 }> {}
 
 /** A payload or result could not be represented as JSON. */
 export class NotJsonSafe extends Data.TaggedError("NotJsonSafe")<{
   readonly job: string
   readonly message: string
+  /** In a bulk enqueue, the 1-based position of the refused item. */
+  readonly item?: number | undefined
 }> {}
 
 /** The definitions given to a Registry are inconsistent (duplicate id, undeclared queue, bad name). */

@@ -5,15 +5,32 @@
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import type { Job } from "../jobs/Job.ts"
-import { ExecutionNotFound, InvalidPayload, InvalidTransition, NotJsonSafe, PayloadTooLarge, UnknownJob } from "../jobs/errors.ts"
+import { ExecutionNotFound, InvalidEnqueueOption, InvalidPayload, InvalidTransition, NotJsonSafe, PayloadTooDeep, PayloadTooLarge, UnknownJob } from "../jobs/errors.ts"
 import type { Attempt, Execution, ExecutionState, LogDrops, LogLine, Step } from "../store/Execution.ts"
 import type { CancelResult, ExecutionFilter, InsertResult } from "../store/Store.ts"
 import { Store, StoreError } from "../store/Store.ts"
 import { Core } from "./Core.ts"
-import { defaultMaxPayloadBytes, prepare, prepareRetry, type EnqueueOptions } from "./Enqueue.ts"
+import { defaultMaxPayloadBytes, type EnqueueRefusal, prepare, prepareRetry, type EnqueueOptions } from "./Enqueue.ts"
 
 /** Errors an enqueue can fail with. */
-export type EnqueueError = InvalidPayload | PayloadTooLarge | NotJsonSafe | UnknownJob | StoreError
+export type EnqueueError = InvalidPayload | PayloadTooLarge | PayloadTooDeep | NotJsonSafe | InvalidEnqueueOption | UnknownJob | StoreError
+
+/** The prefix a bulk refusal's message gets: `item 3 of 10: `. */
+export const itemPrefix = (item: number, of: number): string => `item ${item} of ${of}: `
+
+/** The same refusal, naming its item in a bulk of `of` (1-based). */
+const atItem = <E extends EnqueueRefusal | UnknownJob>(e: E, item: number, of: number): E => {
+  const fields = { ...e, item, message: itemPrefix(item, of) + e.message }
+  switch (e._tag) {
+    case "InvalidPayload": return new InvalidPayload(fields as InvalidPayload) as E
+    case "NotJsonSafe": return new NotJsonSafe(fields as NotJsonSafe) as E
+    case "PayloadTooLarge": return new PayloadTooLarge(fields as PayloadTooLarge) as E
+    case "PayloadTooDeep": return new PayloadTooDeep(fields as PayloadTooDeep) as E
+    case "InvalidEnqueueOption": return new InvalidEnqueueOption(fields as InvalidEnqueueOption) as E
+    case "UnknownJob": return new UnknownJob(fields as UnknownJob) as E
+  }
+  return e
+}
 
 /** An execution with everything recorded about it. */
 export interface ExecutionDetail extends Execution {
@@ -30,7 +47,10 @@ export type JobRef = Job<any, any, any> | string
 /** The Client service. */
 export class Client extends Context.Service<Client, {
   readonly enqueue: (job: JobRef, payload: unknown, options?: EnqueueOptions) => Effect.Effect<InsertResult, EnqueueError>
-  /** Validates every item first; writes all in one transaction or none. */
+  /**
+   * Validates every item first; writes all in one transaction or none. A refusal names
+   * the first bad item (`item 3 of 10: …`, and its `item` field).
+   */
   readonly enqueueMany: (
     items: ReadonlyArray<{ readonly job: JobRef; readonly payload: unknown; readonly options?: EnqueueOptions }>
   ) => Effect.Effect<ReadonlyArray<InsertResult>, EnqueueError>
@@ -61,22 +81,24 @@ export const layer: Layer.Layer<Client, never, Core | Store> = Layer.effect(
       return Effect.succeed(job)
     }
 
-    const enqueueMany: Client["Service"]["enqueueMany"] = (items) =>
+    /** Prepares every item (refusing at the first bad one, named by position when `numbered`), then inserts all in one transaction. */
+    const insertAll = (items: Parameters<Client["Service"]["enqueueMany"]>[0], numbered: boolean) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const rows = []
-        for (const item of items) {
-          const job = yield* resolveJob(item.job)
-          rows.push(yield* prepare(job, item.payload, item.options ?? {}, now, maxBytes))
+        for (let i = 0; i < items.length; i++) {
+          const item = items[i]!
+          const prepared = Effect.flatMap(resolveJob(item.job), (job) => prepare(job, item.payload, item.options ?? {}, now, maxBytes))
+          rows.push(yield* (numbered ? Effect.mapError(prepared, (e) => atItem(e, i + 1, items.length)) : prepared))
         }
         return yield* core.recorder.insert(rows)
       })
 
     return Client.of({
       enqueue: (job, payload, options) =>
-        Effect.flatMap(enqueueMany([{ job, payload, options }]), (r) =>
+        Effect.flatMap(insertAll([{ job, payload, options }], false), (r) =>
           r[0] ? Effect.succeed(r[0]) : Effect.fail(new StoreError({ message: "insert returned no row" }))),
-      enqueueMany,
+      enqueueMany: (items) => insertAll(items, true),
       get: (id) =>
         Effect.gen(function*() {
           const execution = yield* store.executionsGet(id)

@@ -1,14 +1,20 @@
 /**
  * Turns (Job, payload, options) into a row to insert, or a typed refusal: the payload
- * is encoded with the Job's Schema (invalid: InvalidPayload), made JSON text (not
- * JSON-safe: NotJsonSafe), and measured (over the limit: PayloadTooLarge). Nothing is
- * written here; every enqueue path — the Client, transactional enqueue, the Scheduler
- * — prepares its rows through this one function.
+ * is checked for nesting (deeper than 64 levels: PayloadTooDeep), encoded with the
+ * Job's Schema (invalid: InvalidPayload), made JSON text (not JSON-safe: NotJsonSafe),
+ * and measured (over the limit: PayloadTooLarge); `runAt`, `delayMs` and `priority`
+ * are checked against their ranges (InvalidEnqueueOption: times within
+ * 1970–9999, see TimeRange.ts; priority a 32-bit integer, which both stores hold).
+ * Nothing is written here; every enqueue path — the Client, transactional enqueue —
+ * prepares its rows through this one function, and studio Schedules encode their
+ * payloads through {@link encodePayload}.
  */
 import { Effect } from "effect"
 import { failureMessage, jsonCodecOf } from "../jobs/JsonCodec.ts"
+import { depthOf, maxPayloadDepth } from "../jobs/JsonText.ts"
 import type { Job } from "../jobs/Job.ts"
-import { InvalidPayload, NotJsonSafe, PayloadTooLarge } from "../jobs/errors.ts"
+import { InvalidEnqueueOption, InvalidPayload, NotJsonSafe, PayloadTooDeep, PayloadTooLarge } from "../jobs/errors.ts"
+import { isStorableTime, maxTime, rangeText } from "../jobs/TimeRange.ts"
 import { traceContextOf } from "../actors/ExecutionSpan.ts"
 import type { Execution } from "../store/Execution.ts"
 import type { InsertRequest } from "../store/Store.ts"
@@ -17,11 +23,11 @@ import type { InsertRequest } from "../store/Store.ts"
 export interface EnqueueOptions {
   /** Dedupes the enqueue: an existing (job, key) returns the existing execution. Trimmed; empty means none. */
   readonly idempotencyKey?: string | undefined
-  /** Run no earlier than this time (epoch ms or Date). */
+  /** Run no earlier than this time (epoch ms or Date), from 1970-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z. */
   readonly runAt?: number | Date | undefined
-  /** Run after this delay (ms) from now; ignored when runAt is given. */
+  /** Run after this delay (whole ms, >= 0, ending by 9999-12-31T23:59:59.999Z) from now; ignored when runAt is given. */
   readonly delayMs?: number | undefined
-  /** Overrides the Job's default priority (higher runs first). */
+  /** Overrides the Job's default priority (higher runs first); a 32-bit integer. */
   readonly priority?: number | undefined
 }
 
@@ -30,12 +36,25 @@ export const defaultMaxPayloadBytes = 1024 * 1024
 
 
 /** Why a payload cannot be enqueued. */
-export type PayloadRefusal = InvalidPayload | NotJsonSafe | PayloadTooLarge
+export type PayloadRefusal = InvalidPayload | NotJsonSafe | PayloadTooLarge | PayloadTooDeep
+
+/** Why an enqueue is refused before anything is written. */
+export type EnqueueRefusal = PayloadRefusal | InvalidEnqueueOption
+
+/** The smallest and largest priority: a 32-bit signed integer (PostgreSQL's `integer`). */
+export const minPriority = -2_147_483_648
+export const maxPriority = 2_147_483_647
+
+const tooDeep = (job: Job) =>
+  new PayloadTooDeep({ job: job.id, limit: maxPayloadDepth, message: `payload for ${job.id} nests deeper than ${maxPayloadDepth} levels of arrays and objects` })
 
 /** A payload encoded with the Job's Schema to JSON text and size-checked, or why not (no Effect: enqueue's hot path). */
 const encodeText = (job: Job, payload: unknown, maxBytes: number): string | PayloadRefusal => {
+  // Checked before the Schema sees it (a recursive Schema would recurse as deep), and after.
+  if (depthOf(payload) > maxPayloadDepth) return tooDeep(job)
   const encoded = jsonCodecOf(job.payload).encode(payload)
   if (encoded._tag === "Failure") return new InvalidPayload({ job: job.id, message: `invalid payload for ${job.id}: ${failureMessage(encoded)}` })
+  if (encoded.value !== payload && depthOf(encoded.value) > maxPayloadDepth) return tooDeep(job)
   let text: string | undefined
   try {
     text = JSON.stringify(encoded.value)
@@ -64,21 +83,48 @@ export const normaliseKey = (key: string | undefined | null): string | null => {
   return k ? k : null
 }
 
+/** The row's run_at from `runAt` or `delayMs`, or why it is out of range. */
+const runAtOf = (job: Job, options: EnqueueOptions, now: number): number | InvalidEnqueueOption => {
+  if (options.runAt !== undefined) {
+    const runAt = options.runAt instanceof Date ? options.runAt.getTime() : options.runAt
+    if (isStorableTime(runAt)) return runAt
+    const shown = options.runAt instanceof Date ? `${runAt} (${String(options.runAt)})` : String(runAt)
+    return new InvalidEnqueueOption({ job: job.id, option: "runAt", message: `runAt for ${job.id} must be a whole number of ms from ${rangeText}, got ${shown}` })
+  }
+  const delay = options.delayMs ?? 0
+  if (typeof delay !== "number" || !Number.isSafeInteger(delay) || delay < 0) {
+    return new InvalidEnqueueOption({ job: job.id, option: "delayMs", message: `delay for ${job.id} must be a whole number of milliseconds >= 0, got ${String(delay)}` })
+  }
+  if (now + delay > maxTime) {
+    return new InvalidEnqueueOption({
+      job: job.id,
+      option: "delayMs",
+      message: `delay of ${delay} ms for ${job.id} ends after 9999-12-31T23:59:59.999Z, the latest time Roster stores (at most ${maxTime - now} ms from now)`
+    })
+  }
+  return now + delay
+}
+
 /**
  * Prepares the row for one enqueue. The current span (if any) is stored as the row's
  * trace context, so the run continues the enqueue's trace (see ExecutionSpan).
  */
-export const prepare = (job: Job, payload: unknown, options: EnqueueOptions, now: number, maxBytes: number): Effect.Effect<InsertRequest, PayloadRefusal> =>
-  Effect.withFiber((fiber) => {
+export const prepare = (job: Job, payload: unknown, options: EnqueueOptions, now: number, maxBytes: number): Effect.Effect<InsertRequest, EnqueueRefusal> =>
+  Effect.withFiber<InsertRequest, EnqueueRefusal>((fiber) => {
+    const runAt = runAtOf(job, options, now)
+    if (typeof runAt !== "number") return Effect.fail(runAt)
+    const priority = options.priority ?? job.priority
+    if (!Number.isInteger(priority) || priority < minPriority || priority > maxPriority) {
+      return Effect.fail(new InvalidEnqueueOption({ job: job.id, option: "priority", message: `priority for ${job.id} must be a whole number from ${minPriority} to ${maxPriority}, got ${String(priority)}` }))
+    }
     const text = encodeText(job, payload, maxBytes)
     if (typeof text !== "string") return Effect.fail(text)
-    const runAt = options.runAt instanceof Date ? options.runAt.getTime() : options.runAt ?? now + Math.max(0, options.delayMs ?? 0)
     return Effect.succeed({
       id: newId(now),
       job: job.id,
       queue: job.queue,
       payload: text,
-      priority: options.priority ?? job.priority,
+      priority,
       retry: job.retry.snapshot,
       timeoutMs: job.timeoutMs,
       runAt,

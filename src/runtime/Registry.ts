@@ -13,6 +13,7 @@ import * as Registry from "../jobs/Registry.ts"
 import type { RosterConfig } from "./Config.ts"
 import { envSetting } from "./ConfigRules.ts"
 import { pruneJob } from "./Prune.ts"
+import { reservedIdProblem } from "../jobs/Job.ts"
 
 /** The apps folder a config points at. */
 export const appsDirOf = (config: RosterConfig): string => config.appsDir ?? "apps"
@@ -30,11 +31,19 @@ const buildWith = (config: RosterConfig, embedded?: EmbeddedApps) =>
     const fromCode = config.jobs !== undefined
     const source = embedded ?? appsDirOf(config)
     const jobs = fromCode ? config.jobs!.map((job) => ({ job })) : yield* discoverJobs(source)
+    for (const { job, file } of jobs as ReadonlyArray<{ readonly job: { readonly id: string }; readonly file?: string | undefined }>) {
+      const reserved = reservedIdProblem(job.id)
+      if (reserved) return yield* new InvalidDefinition({ id: job.id, file, message: `${file ? `${file}: ` : ""}Job "${job.id}": ${reserved}` })
+    }
     const registry = Registry.make({ jobs: [...jobs, { job: pruneJob }], queues: fromConfig(config.queues) })
     if (Registry.isError(registry)) return yield* Effect.fail(registry)
     const schedules = fromCode
       ? (config.schedules ?? []).map((schedule: JobSchedule) => ({ schedule }))
       : yield* discoverSchedules(source)
+    for (const { schedule, file } of schedules as ReadonlyArray<{ readonly schedule: JobSchedule; readonly file?: string | undefined }>) {
+      const reserved = reservedIdProblem(schedule.id)
+      if (reserved) return yield* new InvalidDefinition({ id: schedule.id, file, message: `${file ? `${file}: ` : ""}Schedule "${schedule.id}": ${reserved}` })
+    }
     const checked = validateSchedules({ schedules, jobs: registry.jobs })
     if (!Array.isArray(checked)) return yield* Effect.fail(checked as Exclude<typeof checked, ReadonlyArray<unknown>>)
     // Apps built in code get their services from config `services` (or the embedding app).

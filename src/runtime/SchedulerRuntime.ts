@@ -32,7 +32,14 @@ export const start = Effect.fnUntraced(function*(options: SchedulerRuntimeOption
   const core = yield* Core
   const store = yield* ScheduleStore
   const now = yield* Clock.currentTimeMillis
-  yield* store.schedulesUpsert({ schedule: pruneScheduleSpec(core.config, now), source: "system", now })
+  // A studio or file row squatting on a system id (made before the `roster` app was
+  // reserved) must not stop every scheduler from starting: warn and run without it.
+  yield* store.schedulesUpsert({ schedule: pruneScheduleSpec(core.config, now), source: "system", now }).pipe(
+    Effect.catchTag("ScheduleSourceConflict", (e) =>
+      Effect.logWarning(
+        `${e.message}; the app "roster" is reserved, so Roster's pruning is not scheduled until that schedule is deleted (roster schedules delete ${e.id})`
+      ))
+  )
   const jobs = new Map([...core.registry.jobs].map(([id, job]) => [id, Scheduler.fromJob(job)]))
   const owner = options.owner ?? defaultWorkerId()
   // Wake this process's Dispatchers for what the Scheduler enqueues (the store decorator is the seam).

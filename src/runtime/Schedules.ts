@@ -6,7 +6,7 @@
  * dashboard alike.
  */
 import { Clock, Effect } from "effect"
-import { parseId } from "../jobs/Job.ts"
+import { parseId, reservedIdProblem } from "../jobs/Job.ts"
 import * as Trigger from "../jobs/Trigger.ts"
 import { InvalidDefinition, UnknownJob } from "../jobs/errors.ts"
 import { triggerOf } from "../actors/Scheduler.ts"
@@ -15,6 +15,7 @@ import type { InsertResult } from "../store/Store.ts"
 import { StoreError } from "../store/Store.ts"
 import { Core } from "./Core.ts"
 import { defaultMaxPayloadBytes, encodePayload, newId } from "./Enqueue.ts"
+import { isoTime, isStorableTime, maxDelayMs } from "../jobs/TimeRange.ts"
 import { traceContextOf } from "../actors/ExecutionSpan.ts"
 
 /** A studio Schedule as given to create or update. */
@@ -32,14 +33,19 @@ export interface StudioScheduleInput {
   readonly label?: string | undefined
 }
 
-/** The next `count` fire times of a stored schedule after `now` (none when paused, disabled or retired). */
+/**
+ * The next `count` fire times of a stored schedule after `now` (none when paused,
+ * disabled or retired), none past the latest storable time; a stored due time
+ * outside the range (a row written by hand) is shown alone, never computed from.
+ */
 export const nextFires = (s: StoredSchedule, now: number, count = 5): ReadonlyArray<number> => {
   if (s.paused || !s.enabled || s.retiredAt !== null || s.nextDueAt === null) return []
   const out = [s.nextDueAt]
+  if (!isStorableTime(s.nextDueAt) || !isStorableTime(now)) return out
   const trigger = triggerOf(s)
   while (out.length < count) {
     const next = Trigger.nextFireAfter(trigger, Math.max(out[out.length - 1]!, now))
-    if (next === null) break
+    if (next === null || !isStorableTime(next)) break
     out.push(next)
   }
   return out
@@ -58,6 +64,8 @@ const toSpec = (input: StudioScheduleInput, now: number) =>
     const core = yield* Core
     const bad = (message: string) => new InvalidDefinition({ id: input.id, message: `schedule "${input.id}": ${message}` })
     if (!parseId(input.id)) return yield* bad("id must be <app>/<schedule>, both kebab-case")
+    const reserved = reservedIdProblem(input.id)
+    if (reserved) return yield* bad(reserved)
     const job = core.registry.jobs.get(input.job)
     if (!job) return yield* new UnknownJob({ job: input.job, message: `schedule "${input.id}" targets unknown job "${input.job}"` })
     if ((input.cron === undefined) === (input.everyMs === undefined)) return yield* bad("give exactly one of --cron or --every-ms")
@@ -65,8 +73,16 @@ const toSpec = (input: StudioScheduleInput, now: number) =>
     const trigger = input.cron !== undefined ? Trigger.cron(input.cron, timezone) : Trigger.interval(input.everyMs!, 0)
     const invalid = Trigger.validate(trigger)
     if (invalid) return yield* bad(invalid.message)
+    if (trigger._tag === "Interval" && trigger.everyMs > maxDelayMs) return yield* bad(`--every-ms must be at most 100 years (${maxDelayMs} ms), got ${trigger.everyMs}`)
+    const nextDueAt = Trigger.nextFireAfter(trigger, now)
+    if (nextDueAt !== null && !isStorableTime(nextDueAt)) {
+      return yield* bad(`its next fire would be ${isoTime(nextDueAt)}, after 9999-12-31T23:59:59.999Z, the latest time Roster stores`)
+    }
     const misfire = input.misfire ?? "once"
     if (!["once", "skip", "all"].includes(misfire)) return yield* bad(`misfire must be once, skip or all, got ${misfire}`)
+    if (input.misfireCap !== undefined && (!Number.isInteger(input.misfireCap) || input.misfireCap < 1)) {
+      return yield* bad(`misfireCap must be an integer >= 1, got ${String(input.misfireCap)}`)
+    }
     const overlap = input.overlap ?? "allow"
     if (overlap !== "allow" && overlap !== "skip") return yield* bad(`overlap must be allow or skip, got ${overlap}`)
     const payload = yield* encodePayload(job, input.payload ?? {}, core.config.maxPayloadBytes ?? defaultMaxPayloadBytes).pipe(
@@ -86,7 +102,7 @@ const toSpec = (input: StudioScheduleInput, now: number) =>
       anchorAt: 0,
       label: input.label ?? input.id,
       description: "",
-      nextDueAt: Trigger.nextFireAfter(trigger, now)
+      nextDueAt
     } satisfies ScheduleSpec
   })
 

@@ -17,6 +17,7 @@
 import { Context, Data, type Effect } from "effect"
 import type { MisfirePolicy } from "../jobs/FirePlan.ts"
 import type { Overlap } from "../jobs/JobSchedule.ts"
+import { isoTime } from "../jobs/TimeRange.ts"
 import type { ExecutionState } from "./Execution.ts"
 import type { InsertRequest, StoreError } from "./Store.ts"
 
@@ -133,8 +134,8 @@ export class ScheduleSourceConflict extends Data.TaggedError("ScheduleSourceConf
   readonly message: string
 }> {}
 
-/** The idempotency key of the execution a fire enqueues. */
-export const fireKey = (scheduleId: string, dueAt: number): string => `schedule:${scheduleId}:${new Date(dueAt).toISOString()}`
+/** The idempotency key of the execution a fire enqueues (a due time no Date holds keeps its number). */
+export const fireKey = (scheduleId: string, dueAt: number): string => `schedule:${scheduleId}:${isoTime(dueAt)}`
 
 /** The ScheduleStore service. */
 export class ScheduleStore extends Context.Service<ScheduleStore, {

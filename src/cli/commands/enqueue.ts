@@ -1,11 +1,13 @@
 /**
  * `roster enqueue <app/job>`: one execution from `--payload JSON`, or one per line of
- * `--ndjson FILE` (`-` for stdin) in bulk transactions.
+ * `--ndjson FILE` (`-` for stdin). A bulk is all or nothing: every line is parsed and
+ * validated before anything is written, then all are inserted in one transaction; a
+ * refusal names the first bad line and writes nothing.
  */
 import { Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { readFileSync } from "node:fs"
-import { Client } from "../../runtime/Client.ts"
+import { Client, itemPrefix } from "../../runtime/Client.ts"
 import { runtimeLayer } from "../Environment.ts"
 import { CliFailure, printJson, printLine } from "../Output.ts"
 
@@ -15,7 +17,13 @@ const parseJson = (text: string, where: string) =>
     catch: (e) => new CliFailure(`${where} is not valid JSON: ${(e as Error).message}`, 2)
   })
 
-const bulkChunk = 10_000
+/** The bulk's refusal of item `item` of `of`, told by its line in the input. */
+const byLine = (lineNumbers: ReadonlyArray<number>) => <E extends { readonly message: string; readonly item?: number | undefined }>(e: E): E | CliFailure => {
+  if (e.item === undefined) return e
+  const prefix = itemPrefix(e.item, lineNumbers.length)
+  const reason = e.message.startsWith(prefix) ? e.message.slice(prefix.length) : e.message
+  return new CliFailure(`line ${lineNumbers[e.item - 1]}: ${reason} (nothing was enqueued)`)
+}
 
 /** The enqueue command. */
 export const enqueue = Command.make(
@@ -47,17 +55,21 @@ export const enqueue = Command.make(
           try: () => readFileSync(source === "-" ? 0 : source, "utf8"),
           catch: (e) => new CliFailure(`cannot read ${source}: ${(e as Error).message}`)
         })
-        const lines = text.split("\n").map((l) => l.trim()).filter((l) => l.length > 0)
+        // Parse every line first (a bad one is a usage error naming it), then validate and
+        // insert all in one enqueueMany: one transaction, so a refusal leaves nothing behind.
+        const items = []
+        const lineNumbers: Array<number> = []
+        const lines = text.split("\n")
+        for (let i = 0; i < lines.length; i++) {
+          const line = lines[i]!.trim()
+          if (line.length === 0) continue
+          items.push({ job: flags.job, payload: yield* parseJson(line, `line ${i + 1}`), options })
+          lineNumbers.push(i + 1)
+        }
+        const results = yield* client.enqueueMany(items).pipe(Effect.mapError(byLine(lineNumbers)))
         let inserted = 0
         let existing = 0
-        for (let i = 0; i < lines.length; i += bulkChunk) {
-          const items = []
-          for (const [j, line] of lines.slice(i, i + bulkChunk).entries()) {
-            items.push({ job: flags.job, payload: yield* parseJson(line, `line ${i + j + 1}`), options })
-          }
-          const results = yield* client.enqueueMany(items)
-          for (const r of results) r.inserted ? inserted++ : existing++
-        }
+        for (const r of results) r.inserted ? inserted++ : existing++
         if (flags.json) yield* printJson({ inserted, existing })
         else yield* printLine(`enqueued ${inserted} execution(s) of ${flags.job}${existing ? `; ${existing} already existed` : ""}`)
         return

@@ -7,17 +7,19 @@ import { states, type ExecutionState, type LogLine } from "../../store/Execution
 import { Store } from "../../store/Store.ts"
 import { Client } from "../../runtime/Client.ts"
 import { runtimeLayerExisting, storeLayer } from "../Environment.ts"
+import { parseStored } from "../../jobs/JsonText.ts"
+import { isoTime } from "../../jobs/TimeRange.ts"
 import { CliFailure, describeCause, executionSummary, printJson, printLine, table } from "../Output.ts"
 
 const logJson = (l: LogLine) => ({
   attempt: l.attempt,
-  at: new Date(l.at).toISOString(),
+  at: isoTime(l.at),
   level: l.level,
   message: l.message,
-  annotations: l.annotations === null ? null : JSON.parse(l.annotations)
+  annotations: l.annotations === null ? null : parseStored(l.annotations)
 })
 
-const logText = (l: LogLine) => `${new Date(l.at).toISOString()} #${l.attempt} ${l.level.padEnd(7)} ${l.message}`
+const logText = (l: LogLine) => `${isoTime(l.at)} #${l.attempt} ${l.level.padEnd(7)} ${l.message}`
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("print one JSON document"), Flag.withDefault(false))
 
@@ -62,7 +64,7 @@ const list = Command.make(
       if (rows.length === 0) return yield* printLine("no executions")
       yield* printLine(table(
         ["ID", "JOB", "STATE", "ATTEMPT", "CREATED", "ERROR"],
-        rows.map((e) => [e.id, e.job, e.state, `${e.attempt}/${e.maxAttempts}`, new Date(e.createdAt).toISOString(), e.error?.message.slice(0, 60) ?? ""])
+        rows.map((e) => [e.id, e.job, e.state, `${e.attempt}/${e.maxAttempts}`, isoTime(e.createdAt), e.error?.message.slice(0, 60) ?? ""])
       ))
     }).pipe(Effect.provide(storeLayer))
 ).pipe(Command.withDescription("List executions, newest first"))
@@ -82,8 +84,8 @@ const show = Command.make(
         ...executionSummary(e),
         payload: e.payload,
         result: e.result,
-        attempts: attempts.map((a) => ({ ...a, startedAt: new Date(a.startedAt).toISOString(), finishedAt: new Date(a.finishedAt).toISOString() })),
-        steps: steps.map((s) => ({ name: s.name, attempt: s.attempt, output: JSON.parse(s.output), createdAt: new Date(s.createdAt).toISOString() })),
+        attempts: attempts.map((a) => ({ ...a, startedAt: isoTime(a.startedAt), finishedAt: isoTime(a.finishedAt) })),
+        steps: steps.map((s) => ({ name: s.name, attempt: s.attempt, output: parseStored(s.output), createdAt: isoTime(s.createdAt) })),
         logs: logs.lines.map(logJson),
         droppedLogLines: logs.drops.map((d) => ({ attempt: d.attempt, dropped: d.dropped }))
       }

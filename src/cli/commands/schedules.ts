@@ -7,11 +7,11 @@ import { Argument, Command, Flag } from "effect/cli"
 import type { ScheduleFire, StoredSchedule } from "../../store/ScheduleStore.ts"
 import { nextFires, Schedules, type StudioScheduleInput } from "../../runtime/Schedules.ts"
 import { runtimeLayer, runtimeLayerExisting } from "../Environment.ts"
-import { CliFailure, printJson, printLine, table } from "../Output.ts"
+import { parseStored } from "../../jobs/JsonText.ts"
+import { CliFailure, iso, printJson, printLine, table } from "../Output.ts"
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("print one JSON document"), Flag.withDefault(false))
 const idArg = Argument.String("id").pipe(Argument.withDescription("the schedule id, <app>/<schedule>"))
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 
 const summary = (s: StoredSchedule, now: number) => ({
   id: s.id,
@@ -52,7 +52,7 @@ const show = Command.make("show", { id: idArg, json }, (flags) =>
     const s = yield* Schedules.get(flags.id)
     const now = yield* Clock.currentTimeMillis
     const history = yield* Schedules.history(flags.id, 10)
-    const detail = { ...summary(s, now), payload: JSON.parse(s.payload), label: s.label, history: history.map(fireJson) }
+    const detail = { ...summary(s, now), payload: parseStored(s.payload), label: s.label, history: history.map(fireJson) }
     if (flags.json) return yield* printJson(detail)
     yield* printLine(`${s.id} (${s.source}) → ${s.job}  ${s.cron ? `cron "${s.cron}" ${s.timezone}` : `every ${s.everyMs} ms`}  misfire ${s.misfire}, overlap ${s.overlap}${s.paused ? "  PAUSED" : ""}`)
     yield* printLine(`payload: ${s.payload}`)

@@ -2,7 +2,9 @@
  * One execution: its summary and timing, the retry and cancel actions its state
  * allows, payload and result, the last error with its pretty cause, every attempt
  * (worker, timing, outcome, error), the durable steps, and the captured logs with any
- * drop counts. Everything user-supplied is escaped by the `html` template.
+ * drop counts. Everything user-supplied is escaped by the `html` template, and what
+ * it shows of each value is bounded (Format.ts): a cut payload, result, cause, step
+ * output or log line says which command prints it whole.
  */
 import { Effect } from "effect"
 import { ExecutionNotFound } from "../../jobs/errors.ts"
@@ -10,7 +12,7 @@ import { Client } from "../../runtime/Client.ts"
 import type { Attempt, Execution } from "../../store/Execution.ts"
 import { Store } from "../../store/Store.ts"
 import { badge, executionLink, listLink, postButton } from "../Components.ts"
-import { count, duration, json, relative, when } from "../Format.ts"
+import { clip, clockTime, count, cutNote, duration, maxLogLineChars, maxShownChars, relative, shownJson, shownText, when } from "../Format.ts"
 import type { Handler } from "../Http.ts"
 import { renderPage } from "../Http.ts"
 import { html, q, type Fragment } from "../Html.ts"
@@ -38,6 +40,8 @@ export const executionDetail: Handler = (ctx, [id = ""]) =>
     const logs = yield* store.logsList(id)
     const shownLines = logs.lines.length <= 2 * logEdge ? logs.lines : [...logs.lines.slice(0, logEdge), "gap" as const, ...logs.lines.slice(-logEdge)]
     const { now } = ctx
+    const whole = `roster executions show ${e.id} --json`
+    const longLines = shownLines.some((l) => l !== "gap" && (l.message.length > maxLogLineChars || (l.annotations?.length ?? 0) > maxLogLineChars))
     const attempts = withFinalAttempt(e, e.attempts)
     const stuck = e.state === "running" && e.leaseExpiresAt !== null && e.leaseExpiresAt < now
     const base = `/executions/${q(e.id)}`
@@ -71,23 +75,24 @@ ${e.finishedAt !== null ? row("Created → finished", duration(e.finishedAt - e.
 ${e.state === "running" ? row("Lease", html`<span class="mono small">${e.leaseOwner ?? ""}</span> · expires ${relative(e.leaseExpiresAt, now)}`) : ""}
 </table></div>
 </div>
-${e.error ? html`<div class="card"><h2>Error</h2><p><strong>${e.error.tag}</strong>: ${e.error.message} <span class="muted small">(${e.error.retryable ? "retryable" : "permanent"})</span></p>
-${e.error.pretty ? html`<details><summary>Cause</summary><pre>${e.error.pretty}</pre></details>` : ""}</div>` : ""}
+${e.error ? html`<div class="card"><h2>Error</h2><p><strong>${e.error.tag}</strong>: ${clip(e.error.message, maxShownChars)} <span class="muted small">(${e.error.retryable ? "retryable" : "permanent"})</span></p>
+${e.error.pretty ? html`<details><summary>Cause</summary>${shownText(e.error.pretty, whole)}</details>` : ""}</div>` : ""}
 <div class="grid" style="margin-bottom:16px">
-<div class="card"><h2>Payload</h2><pre>${json(e.payload)}</pre></div>
-<div class="card"><h2>Result</h2>${e.result === null ? html`<p class="muted">None${e.finishedAt === null ? " yet" : ""}.</p>` : html`<pre>${json(e.result)}</pre>`}</div>
+<div class="card"><h2>Payload</h2>${shownJson(e.payload, whole)}</div>
+<div class="card"><h2>Result</h2>${e.result === null ? html`<p class="muted">None${e.finishedAt === null ? " yet" : ""}.</p>` : shownJson(e.result, whole)}</div>
 </div>
 <div class="card"><h2>Attempts</h2>${attempts.length === 0 ? html`<p class="muted">No attempt has run yet.</p>` : html`<table>
 <thead><tr><th class="num">#</th><th>Outcome</th><th>Worker</th><th>Started</th><th class="num">Took</th><th>Error</th></tr></thead>
 <tbody>${attempts.map((a) => html`<tr><td class="num">${a.attempt}</td><td>${badge(a.outcome)}</td><td class="mono small">${a.worker}</td>
 <td>${when(a.startedAt, now)}</td><td class="num">${duration(a.finishedAt - a.startedAt)}</td>
-<td>${a.error ? html`${a.error.tag}: ${a.error.message}${a.error.pretty ? html`<details><summary>cause</summary><pre>${a.error.pretty}</pre></details>` : ""}` : ""}</td></tr>`)}</tbody></table>`}</div>
+<td>${a.error ? html`${a.error.tag}: ${clip(a.error.message, maxLogLineChars)}${a.error.pretty ? html`<details><summary>cause</summary>${shownText(a.error.pretty, whole)}</details>` : ""}` : ""}</td></tr>`)}</tbody></table>`}</div>
 ${e.steps.length > 0 ? html`<div class="card"><h2>Steps</h2><table><thead><tr><th>Step</th><th class="num">Attempt</th><th>Saved</th><th>Output</th></tr></thead>
-<tbody>${e.steps.map((s) => html`<tr><td class="mono">${s.name}</td><td class="num">${s.attempt}</td><td>${when(s.createdAt, now)}</td><td><pre>${s.output}</pre></td></tr>`)}</tbody></table></div>` : ""}
+<tbody>${e.steps.map((s) => html`<tr><td class="mono">${s.name}</td><td class="num">${s.attempt}</td><td>${when(s.createdAt, now)}</td><td>${shownText(s.output, whole)}</td></tr>`)}</tbody></table></div>` : ""}
 <div class="card"><h2>Logs</h2>${logs.lines.length === 0 && logs.drops.length === 0 ? html`<p class="muted">No captured logs.</p>` : html`<table>
 <thead><tr><th>Time</th><th class="num">#</th><th>Level</th><th>Message</th></tr></thead>
-<tbody>${shownLines.map((l) => l === "gap" ? html`<tr><td colspan="4" class="muted small">… ${count(logs.lines.length - shownLines.length + 1)} more lines; <code>roster executions logs ${e.id}</code> prints them all …</td></tr>` : html`<tr class="${levelClass(l.level)}"><td class="mono small nowrap">${new Date(l.at).toISOString().slice(11, 23)}</td><td class="num">${l.attempt}</td>
-<td class="small">${l.level}</td><td><pre style="border:none;background:transparent;padding:0">${l.message}</pre>${l.annotations ? html`<div class="mono small muted">${l.annotations}</div>` : ""}</td></tr>`)}</tbody></table>
+<tbody>${shownLines.map((l) => l === "gap" ? html`<tr><td colspan="4" class="muted small">… ${count(logs.lines.length - shownLines.length + 1)} more lines; <code>roster executions logs ${e.id}</code> prints them all …</td></tr>` : html`<tr class="${levelClass(l.level)}"><td class="mono small nowrap">${clockTime(l.at)}</td><td class="num">${l.attempt}</td>
+<td class="small">${l.level}</td><td><pre style="border:none;background:transparent;padding:0">${clip(l.message, maxLogLineChars)}</pre>${l.annotations ? html`<div class="mono small muted">${clip(l.annotations, maxLogLineChars)}</div>` : ""}</td></tr>`)}</tbody></table>
+${longLines ? cutNote(`the first ${count(maxLogLineChars)} characters of each line`, `roster executions logs ${e.id}`) : ""}
 ${logs.drops.map((d) => html`<p class="small" style="color:var(--warn)">Attempt ${d.attempt}: ${d.dropped} line(s) dropped under back-pressure.</p>`)}`}</div>`
     return renderPage(ctx, { title: `${e.job} ${e.id.slice(0, 8)}`, section: "executions", body })
   })

@@ -9,7 +9,7 @@ import { nextFires } from "../../runtime/Schedules.ts"
 import { ScheduleNotFound, ScheduleStore, type StoredSchedule } from "../../store/ScheduleStore.ts"
 import { Store } from "../../store/Store.ts"
 import { badge, executionLink, executionsTable, postButton } from "../Components.ts"
-import { duration, json, time, when } from "../Format.ts"
+import { duration, shownJson, time, when } from "../Format.ts"
 import type { Handler } from "../Http.ts"
 import { renderPage } from "../Http.ts"
 import { html, q, type Fragment } from "../Html.ts"
@@ -87,7 +87,7 @@ ${row("Created", when(s.createdAt, now))}${row("Updated", when(s.updatedAt, now)
 ${s.retiredAt !== null ? row("Retired", when(s.retiredAt, now)) : ""}
 </table></div>
 <div class="card"><h2>Next fires</h2>${upcoming.length === 0 ? html`<p class="muted">${s.paused ? "None while paused." : "None."}</p>` : html`<table><tbody>${upcoming.map((at) => html`<tr><td>${when(at, now)}</td></tr>`)}</tbody></table>`}
-<h2 style="margin-top:14px">Payload</h2><pre>${json(safeParse(s.payload))}</pre></div>
+<h2 style="margin-top:14px">Payload</h2>${shownJson(safeParse(s.payload), `roster schedules show ${s.id} --json`)}</div>
 </div>
 <div class="card"><h2>History</h2>${shown.length === 0 ? html`<p class="muted">No fires recorded${before ? " before this point" : " yet"}.</p>` : html`<table>
 <thead><tr><th>Due</th><th>Decided</th><th>Outcome</th><th>Execution</th><th>Note</th></tr></thead>
