@@ -1,10 +1,13 @@
 /**
- * `roster schedules list|show|history|pause|resume|trigger|create|update|delete`.
- * Reads have `--json`; writes print what they did.
+ * `roster schedules list|show|history|pause|resume|trigger|create|update|delete|preview`.
+ * Reads have `--json`; writes print what they did; `preview` lists the fires of a trigger
+ * without a database, through the Trigger functions the Scheduler uses.
  */
 import { Clock, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import type { ScheduleFire, StoredSchedule } from "../../store/ScheduleStore.ts"
+import { maxDelayMs, maxTime, rangeText } from "../../jobs/TimeRange.ts"
+import * as Trigger from "../../jobs/Trigger.ts"
 import { nextFires, Schedules, type StudioScheduleInput } from "../../runtime/Schedules.ts"
 import { runtimeLayer, runtimeLayerExisting } from "../Environment.ts"
 import { parseStored } from "../../jobs/JsonText.ts"
@@ -132,8 +135,101 @@ const update = Command.make("update", { id: idArg, ...studioFlags }, (flags) =>
 const remove = Command.make("delete", { id: idArg }, (flags) =>
   run(Effect.andThen(Schedules.delete(flags.id), printLine(`deleted ${flags.id}`)))).pipe(Command.withDescription("Delete a studio schedule"))
 
+// --- preview ------------------------------------------------------------------------
+
+/** The largest `--count` of `preview`. */
+export const maxPreviewCount = 1_000
+
+const instantPattern = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?(Z|[+-]\d{2}:\d{2}))?$/
+
+/**
+ * An ISO 8601 instant from 1970 to 9999: a date (midnight UTC) or a date-time with `Z` or
+ * an offset. A date-time without one is refused, since it would be read in the local
+ * timezone of whichever machine runs the command.
+ */
+export const parseInstant = (text: string): number | undefined => {
+  const m = instantPattern.exec(text.trim())
+  if (!m) return undefined
+  const [, y, mo, d, h = "00", mi = "00", s = "00", frac = "0", zone = "Z"] = m as unknown as Array<string>
+  const year = Number(y), month = Number(mo), day = Number(d), hour = Number(h), minute = Number(mi), second = Number(s)
+  if (year < 1970 || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return undefined
+  if (day > new Date(Date.UTC(year, month, 0)).getUTCDate()) return undefined
+  let offsetMin = 0
+  if (zone !== "Z") {
+    const oh = Number(zone.slice(1, 3)), om = Number(zone.slice(4, 6))
+    if (oh > 23 || om > 59) return undefined
+    offsetMin = (zone[0] === "-" ? -1 : 1) * (oh * 60 + om)
+  }
+  const ms = Date.UTC(year, month - 1, day, hour, minute, second, Number(frac.padEnd(3, "0"))) - offsetMin * 60_000
+  return ms >= 0 && ms <= maxTime ? ms : undefined
+}
+
+/** The first `count` fires strictly after `from`, as the Scheduler finds them (none past the latest time Roster stores). */
+export const previewFires = (trigger: Trigger.Trigger, from: number, count: number): ReadonlyArray<number> =>
+  Trigger.firesBetween(trigger, from, maxTime, count)
+
+/** A whole number written in decimal digits, if it is one that fits a double exactly. */
+const wholeNumber = (text: string): number | undefined => {
+  const n = /^\s*\d{1,15}\s*$/.test(text) ? Number(text) : Number.NaN
+  return Number.isSafeInteger(n) ? n : undefined
+}
+
+const localTime = (timezone: string) => {
+  const f = new Intl.DateTimeFormat("en-CA", {
+    timeZone: timezone, hourCycle: "h23", year: "numeric", month: "2-digit", day: "2-digit",
+    hour: "2-digit", minute: "2-digit", second: "2-digit", weekday: "short", timeZoneName: "short"
+  })
+  return (ms: number) => {
+    const p: Record<string, string> = Object.fromEntries(f.formatToParts(new Date(ms)).map((part) => [part.type, part.value]))
+    return `${p.weekday} ${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second} ${p.timeZoneName}`
+  }
+}
+
+const preview = Command.make("preview", {
+  cron: Flag.String("cron").pipe(Flag.withDescription("cron expression, 5 or 6 fields"), Flag.optional),
+  everyMs: Flag.String("every-ms").pipe(Flag.withDescription("fixed interval in ms, anchored at the Unix epoch (instead of --cron)"), Flag.optional),
+  timezone: Flag.String("timezone").pipe(Flag.withDescription("IANA zone of the cron expression (default UTC)"), Flag.optional),
+  from: Flag.String("from").pipe(Flag.withDescription("list the fires strictly after this ISO 8601 instant (default: now)"), Flag.optional),
+  count: Flag.String("count").pipe(Flag.withDescription(`how many fires, 1 to ${maxPreviewCount} (default 10)`), Flag.optional),
+  json
+}, (flags) =>
+  Effect.gen(function*() {
+    const usage = (message: string) => Effect.fail(new CliFailure(message, 2))
+    if (Option.isSome(flags.cron) === Option.isSome(flags.everyMs)) return yield* usage("give exactly one of --cron or --every-ms")
+    if (Option.isSome(flags.everyMs) && Option.isSome(flags.timezone)) return yield* usage("--timezone applies to --cron only: an interval ignores the timezone")
+    // Numbers are read here, not by the flag parser, so a bad one is one line like every other refusal.
+    const count = Option.isSome(flags.count) ? wholeNumber(flags.count.value) : 10
+    if (count === undefined || count < 1 || count > maxPreviewCount) {
+      return yield* usage(`--count must be a whole number from 1 to ${maxPreviewCount}, got "${Option.getOrElse(flags.count, () => "")}"`)
+    }
+    const everyMs = Option.isSome(flags.everyMs) ? wholeNumber(flags.everyMs.value) : undefined
+    if (Option.isSome(flags.everyMs) && everyMs === undefined) return yield* usage(`--every-ms must be a whole number of milliseconds, got "${flags.everyMs.value}"`)
+    let from: number
+    if (Option.isSome(flags.from)) {
+      const parsed = parseInstant(flags.from.value)
+      if (parsed === undefined) {
+        return yield* usage(`--from must be an ISO 8601 instant in ${rangeText}, a date or a date-time with Z or an offset (2024-03-30T12:00:00Z), got "${flags.from.value}"`)
+      }
+      from = parsed
+    } else from = yield* Clock.currentTimeMillis
+    const timezone = Option.getOrElse(flags.timezone, () => "UTC")
+    const trigger = Option.isSome(flags.cron) ? Trigger.cron(flags.cron.value, timezone) : Trigger.interval(everyMs!, 0)
+    const invalid = Trigger.validate(trigger)
+    if (invalid) return yield* Effect.fail(new CliFailure(invalid.message))
+    if (trigger._tag === "Interval" && trigger.everyMs > maxDelayMs) {
+      return yield* Effect.fail(new CliFailure(`--every-ms must be at most 100 years (${maxDelayMs} ms), got ${trigger.everyMs}`))
+    }
+    const fires = previewFires(trigger, from, count)
+    const utc = (ms: number) => new Date(ms).toISOString()
+    if (flags.json) return yield* printJson(fires.map(utc))
+    if (fires.length === 0) return yield* printLine(`no fires after ${utc(from)}`)
+    if (trigger._tag === "Interval") return yield* printLine(fires.map(utc).join("\n"))
+    const local = localTime(timezone)
+    yield* printLine(table(["UTC", `LOCAL (${timezone})`], fires.map((t) => [utc(t), local(t)])))
+  })).pipe(Command.withDescription("List the next fires of a cron expression or interval, as the Scheduler computes them (no database needed)"))
+
 /** The schedules command group. */
 export const schedules = Command.make("schedules").pipe(
   Command.withDescription("Inspect and steer schedules"),
-  Command.withSubcommands([list, show, history, pause, resume, trigger, create, update, remove])
+  Command.withSubcommands([list, show, history, pause, resume, trigger, create, update, remove, preview])
 )
