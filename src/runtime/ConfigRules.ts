@@ -109,6 +109,10 @@ const envText = (name: string): string | undefined => {
 /** A variable's text as a number: only digits count; anything else is NaN, refused with the text. */
 export const parseEnvNumber = (raw: string): number => (/^\d+$/.test(raw.trim()) ? Number(raw.trim()) : Number.NaN)
 
+/** Checks a number given in code (an option of a runtime) against a range; `name` says what it is. */
+export const checkOption = (value: number, range: Range, name: string): InvalidDefinition | undefined =>
+  inRange(value, range) ? undefined : new InvalidDefinition({ message: `${name} must be ${rangeText(range)}, got ${describeValue(value)}` })
+
 /** Reads one variable of {@link envOnly}: its default when unset, an InvalidDefinition when out of range. */
 export const envSetting = (name: EnvOnly): number | InvalidDefinition => {
   const spec = envOnly[name]

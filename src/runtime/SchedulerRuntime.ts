@@ -8,7 +8,7 @@ import { Clock, Effect, Layer } from "effect"
 import * as Scheduler from "../actors/Scheduler.ts"
 import { ScheduleStore } from "../store/ScheduleStore.ts"
 import * as Breaker from "./Breaker.ts"
-import { envSetting, type EnvOnly } from "./ConfigRules.ts"
+import { checkOption, envOnly, envSetting, type EnvOnly } from "./ConfigRules.ts"
 import { Core } from "./Core.ts"
 import { pruneScheduleSpec } from "./Prune.ts"
 import { defaultWorkerId } from "./Worker.ts"
@@ -21,14 +21,22 @@ export interface SchedulerRuntimeOptions {
   readonly toleranceMs?: number | undefined
 }
 
-/** A ROSTER_SCHEDULER_* setting: its default when unset; out of range, the InvalidDefinition naming it. */
-const fromEnv = (name: EnvOnly) => {
-  const value = envSetting(name)
+/**
+ * A scheduler setting: the option given in code, else its ROSTER_SCHEDULER_* variable,
+ * else the default; out of the variable's range, the InvalidDefinition naming it.
+ */
+const setting = (option: number | undefined, name: string, env: EnvOnly) => {
+  const value = option === undefined ? envSetting(env) : checkOption(option, envOnly[env], `the scheduler option ${name}`) ?? option
   return typeof value === "number" ? Effect.succeed(value) : Effect.fail(value)
 }
 
 /** Starts the scheduler in the current scope; returns its handle and `broken`, which fails on a corrupt database. */
 export const start = Effect.fnUntraced(function*(options: SchedulerRuntimeOptions = {}) {
+  // Checked before anything is written.
+  const pollMs = yield* setting(options.pollMs, "pollMs", "ROSTER_SCHEDULER_POLL_MS")
+  const leaseTtlMs = yield* setting(options.leaseTtlMs, "leaseTtlMs", "ROSTER_SCHEDULER_LEASE_MS")
+  // How late a fire may be and still count as on time (misfire policies apply beyond it).
+  const toleranceMs = yield* setting(options.toleranceMs, "toleranceMs", "ROSTER_SCHEDULER_TOLERANCE_MS")
   const core = yield* Core
   const store = yield* ScheduleStore
   const now = yield* Clock.currentTimeMillis
@@ -57,10 +65,9 @@ export const start = Effect.fnUntraced(function*(options: SchedulerRuntimeOption
     owner,
     schedules: core.registry.schedules.map((c) => c.schedule),
     jobs,
-    pollMs: options.pollMs ?? (yield* fromEnv("ROSTER_SCHEDULER_POLL_MS")),
-    leaseTtlMs: options.leaseTtlMs ?? (yield* fromEnv("ROSTER_SCHEDULER_LEASE_MS")),
-    // How late a fire may be and still count as on time (misfire policies apply beyond it).
-    toleranceMs: options.toleranceMs ?? (yield* fromEnv("ROSTER_SCHEDULER_TOLERANCE_MS"))
+    pollMs,
+    leaseTtlMs,
+    toleranceMs
   })
   const { run, broken } = yield* Breaker.make
   yield* run("Scheduler", Effect.provideService(scheduler.run, ScheduleStore, notifying))

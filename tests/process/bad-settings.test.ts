@@ -82,6 +82,22 @@ describe("a ROSTER_* number out of its range", () => {
       expect(r.stderr.trimEnd().split("\n").at(-1)).toMatch(/^roster: --concurrency must be a whole number from 1 to 10000, got -?\d+$/)
     }
   }, 60_000)
+
+  test("--limit outside 1..10000 is a usage error: cancel --limit 0 used to cancel one execution", async () => {
+    const s = scratch()
+    const ids = await acknowledge(s, 2)
+    for (const args of [
+      ["executions", "cancel", "--state", "queued", "--limit", "0"],
+      ["executions", "retry", "--state", "failed", "--limit", "-1"],
+      ["executions", "list", "--limit", "20000"],
+      ["schedules", "history", "demo/every-minute", "--limit", "0"]
+    ]) {
+      const r = await s.run(args)
+      expect(r.code, `${args.join(" ")}: ${r.stderr}`).toBe(2)
+      expect(r.stderr.trimEnd().split("\n")).toEqual([expect.stringMatching(/^roster: --limit must be from 1 to 10000, got -?\d+$/)])
+    }
+    expect(await idsOf(s, "queued")).toEqual(ids)
+  }, 60_000)
 })
 
 describe("roster.config.ts that cannot work", () => {
@@ -133,6 +149,24 @@ describe("roster.config.ts that cannot work", () => {
     )
     expect(refusal?._tag).toBe("InvalidDefinition")
     expect(refusal?.message).toMatch(/^worker\.heartbeatMs in the config given to Roster\.layer \/ Roster\.open must be a whole number of milliseconds from 100/)
+  })
+
+  test("a scheduler option out of range is refused by startScheduler, before anything is written", async () => {
+    const noop = Job.make({ id: "embed/noop", payload: Schema.Struct({}), handler: () => Effect.void })
+    const roster = await Roster.open({ db: ":memory:", jobs: [noop] }, { configDir: false, logger: { output: "off" } })
+    try {
+      for (const [options, line] of [
+        [{ pollMs: 0 }, /^the scheduler option pollMs must be a whole number of milliseconds from 10 to/],
+        [{ leaseTtlMs: 100 }, /^the scheduler option leaseTtlMs must be a whole number of milliseconds from 300 to/],
+        [{ toleranceMs: -1 }, /^the scheduler option toleranceMs must be .* got -1$/]
+      ] as const) {
+        const refusal = await roster.startScheduler(options).then(() => undefined, (e: { _tag: string; message: string }) => e)
+        expect(refusal?._tag).toBe("InvalidDefinition")
+        expect(refusal?.message).toMatch(line)
+      }
+    } finally {
+      await roster.close()
+    }
   })
 })
 

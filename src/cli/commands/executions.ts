@@ -57,7 +57,7 @@ const list = Command.make(
   { ...filterFlags, limit: Flag.Int("limit").pipe(Flag.withDescription("most rows (default 50)"), Flag.withDefault(50)), json },
   (flags) =>
     Effect.gen(function*() {
-      if (flags.limit < 1) return yield* Effect.fail(new CliFailure("--limit must be at least 1", 2))
+      if (flags.limit < 1 || flags.limit > 10_000) return yield* Effect.fail(new CliFailure(`--limit must be from 1 to 10000, got ${flags.limit}`, 2))
       const store = yield* Store
       const rows = yield* store.executionsList({ ...(yield* toFilter(flags)), limit: flags.limit })
       if (flags.json) return yield* printJson(rows.map(executionSummary))
@@ -138,6 +138,8 @@ const bulk = <A>(
     },
     (flags) =>
       Effect.gen(function*() {
+        // The store reads at least one row and at most 10,000: --limit 0 would act on one execution.
+        if (flags.limit < 1 || flags.limit > 10_000) return yield* Effect.fail(new CliFailure(`--limit must be from 1 to 10000, got ${flags.limit}`, 2))
         const client = yield* Client
         const filter = yield* toFilter(flags)
         const hasFilter = Object.values(filter).some((v) => v !== undefined)

@@ -63,8 +63,9 @@ const show = Command.make("show", { id: idArg, json }, (flags) =>
     for (const f of history) yield* printLine(`  ${iso(f.dueAt)} ${f.outcome}${f.executionId ? ` ${f.executionId}` : ""}${f.error ? ` (${f.error})` : ""}`)
   }))).pipe(Command.withDescription("Show a schedule with its next fires and recent history"))
 
-const history = Command.make("history", { id: idArg, json, limit: Flag.Int("limit").pipe(Flag.withDefault(50)) }, (flags) =>
+const history = Command.make("history", { id: idArg, json, limit: Flag.Int("limit").pipe(Flag.withDescription("most fires (default 50)"), Flag.withDefault(50)) }, (flags) =>
   run(Effect.gen(function*() {
+    if (flags.limit < 1 || flags.limit > 10_000) return yield* Effect.fail(new CliFailure(`--limit must be from 1 to 10000, got ${flags.limit}`, 2))
     const fires = yield* Schedules.history(flags.id, flags.limit)
     if (flags.json) return yield* printJson(fires.map(fireJson))
     if (fires.length === 0) return yield* printLine("no fires yet")
