@@ -95,7 +95,13 @@ const modulesOf = (source: AppsSource, fileName: AppFile) =>
       }
       return found
     }
-    for (const { app, file } of appFilesOnDisk(source, fileName)) found.push({ app, file, exports: yield* importModule(file) })
+    const files = yield* Effect.try({
+      try: () => appFilesOnDisk(source, fileName),
+      // A file where the folder should be, an entry that cannot be read (a dangling link): one line, not a stack trace.
+      catch: (cause) =>
+        new InvalidDefinition({ message: `cannot read apps folder ${source}: ${cause instanceof Error ? cause.message : String(cause)} (set ROSTER_APPS_DIR or appsDir in roster.config.ts)` })
+    })
+    for (const { app, file } of files) found.push({ app, file, exports: yield* importModule(file) })
     return found
   })
 

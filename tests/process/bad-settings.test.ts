@@ -7,7 +7,7 @@
  * queued and runs once the setting is fixed. Real `roster` processes on a real file.
  */
 import { describe, expect, test } from "bun:test"
-import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Schema } from "effect"
 import { Job, Roster } from "../../src/index.ts"
@@ -212,4 +212,24 @@ describe("a module that never finishes loading", () => {
     rmSync(file)
     await expectAllRan(s, ids)
   }, 120_000)
+})
+
+describe("an apps folder that cannot be read", () => {
+  const scratch = useScratch({ apps: demoApps })
+
+  test("a file where the folder should be, or a dangling link inside it: one line naming the folder, exit 1, not a stack trace", async () => {
+    const s = scratch()
+    const file = join(s.dir, "not-a-folder")
+    writeFileSync(file, "")
+    const apps = join(s.dir, "apps")
+    mkdirSync(apps)
+    symlinkSync(join(s.dir, "gone"), join(apps, "dangling"))
+    for (const [dir, why] of [[file, "ENOTDIR"], [apps, "ENOENT"]] as const) {
+      for (const args of [["check"], ["worker"], ["enqueue", "demo/noop", "--payload", '{"n":1}']]) {
+        const r = await s.run(args, { env: { ROSTER_APPS_DIR: dir } })
+        expectRefused(r, new RegExp(`^roster: cannot read apps folder ${escape(dir)}: ${why}: .*\\(set ROSTER_APPS_DIR or appsDir in roster\\.config\\.ts\\)$`))
+      }
+    }
+    expect(existsSync(s.db)).toBe(false)
+  }, 60_000)
 })
