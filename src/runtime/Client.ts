@@ -7,10 +7,11 @@ import { Clock, Context, Effect, Layer } from "effect"
 import type { Job } from "../jobs/Job.ts"
 import { ExecutionNotFound, InvalidEnqueueOption, InvalidPayload, InvalidTransition, NotJsonSafe, PayloadTooDeep, PayloadTooLarge, UnknownJob } from "../jobs/errors.ts"
 import type { Attempt, Execution, ExecutionState, LogDrops, LogLine, Step } from "../store/Execution.ts"
-import type { CancelResult, ExecutionFilter, InsertResult } from "../store/Store.ts"
+import type { CancelResult, ExecutionFilter, InsertRequest, InsertResult } from "../store/Store.ts"
 import { Store, StoreError } from "../store/Store.ts"
 import { Core } from "./Core.ts"
-import { defaultMaxPayloadBytes, type EnqueueRefusal, prepare, prepareRetry, type EnqueueOptions } from "./Enqueue.ts"
+import { traceContextOf } from "../actors/ExecutionSpan.ts"
+import { defaultMaxPayloadBytes, type EnqueueRefusal, prepareRetry, prepareRow, type EnqueueOptions } from "./Enqueue.ts"
 
 /** Errors an enqueue can fail with. */
 export type EnqueueError = InvalidPayload | PayloadTooLarge | PayloadTooDeep | NotJsonSafe | InvalidEnqueueOption | UnknownJob | StoreError
@@ -71,28 +72,32 @@ export const layer: Layer.Layer<Client, never, Core | Store> = Layer.effect(
     const store = yield* Store
     const maxBytes = core.config.maxPayloadBytes ?? defaultMaxPayloadBytes
 
-    const resolveJob = (ref: JobRef): Effect.Effect<Job, UnknownJob> => {
+    const resolveJob = (ref: JobRef): Job | UnknownJob => {
       const id = typeof ref === "string" ? ref : ref.id
       const job = core.registry.jobs.get(id) ?? (typeof ref === "string" ? undefined : ref)
-      if (!job) {
-        const known = [...core.registry.jobs.keys()].sort()
-        return Effect.fail(new UnknownJob({ job: id, message: `unknown job "${id}"${known.length ? ` (known: ${known.slice(0, 20).join(", ")}${known.length > 20 ? ", …" : ""})` : ""}` }))
-      }
-      return Effect.succeed(job)
+      if (job) return job
+      const known = [...core.registry.jobs.keys()].sort()
+      return new UnknownJob({ job: id, message: `unknown job "${id}"${known.length ? ` (known: ${known.slice(0, 20).join(", ")}${known.length > 20 ? ", …" : ""})` : ""}` })
     }
 
-    /** Prepares every item (refusing at the first bad one, named by position when `numbered`), then inserts all in one transaction. */
+    /**
+     * Prepares every item in one plain loop (refusing at the first bad one, named by
+     * position when `numbered`), then inserts all in one transaction.
+     */
     const insertAll = (items: Parameters<Client["Service"]["enqueueMany"]>[0], numbered: boolean) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const rows = []
-        for (let i = 0; i < items.length; i++) {
-          const item = items[i]!
-          const prepared = Effect.flatMap(resolveJob(item.job), (job) => prepare(job, item.payload, item.options ?? {}, now, maxBytes))
-          rows.push(yield* (numbered ? Effect.mapError(prepared, (e) => atItem(e, i + 1, items.length)) : prepared))
-        }
-        return yield* core.recorder.insert(rows)
-      })
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.withFiber<ReadonlyArray<InsertResult>, EnqueueError>((fiber) => {
+          const traceContext = traceContextOf(fiber.context)
+          const rows: Array<InsertRequest> = new Array(items.length)
+          for (let i = 0; i < items.length; i++) {
+            const item = items[i]!
+            const job = resolveJob(item.job)
+            const row = job instanceof UnknownJob ? job : prepareRow(job, item.payload, item.options ?? {}, now, maxBytes, traceContext)
+            if ("_tag" in row) return Effect.fail(numbered ? atItem(row, i + 1, items.length) : row)
+            rows[i] = row
+          }
+          return core.recorder.insert(rows)
+        }))
 
     return Client.of({
       enqueue: (job, payload, options) =>

@@ -106,32 +106,51 @@ const runAtOf = (job: Job, options: EnqueueOptions, now: number): number | Inval
 }
 
 /**
+ * The row for one enqueue, or why not, with the caller's trace context (no Effect: a
+ * bulk prepares every row in one plain loop).
+ */
+export const prepareRow = (
+  job: Job,
+  payload: unknown,
+  options: EnqueueOptions,
+  now: number,
+  maxBytes: number,
+  traceContext: string | null
+): InsertRequest | EnqueueRefusal => {
+  const runAt = runAtOf(job, options, now)
+  if (typeof runAt !== "number") return runAt
+  const priority = options.priority ?? job.priority
+  if (!Number.isInteger(priority) || priority < minPriority || priority > maxPriority) {
+    return new InvalidEnqueueOption({ job: job.id, option: "priority", message: `priority for ${job.id} must be a whole number from ${minPriority} to ${maxPriority}, got ${String(priority)}` })
+  }
+  const text = encodeText(job, payload, maxBytes)
+  if (typeof text !== "string") return text
+  return {
+    id: newId(now),
+    job: job.id,
+    queue: job.queue,
+    payload: text,
+    priority,
+    retry: job.retry.snapshot,
+    timeoutMs: job.timeoutMs,
+    runAt,
+    now,
+    idempotencyKey: normaliseKey(options.idempotencyKey),
+    traceContext
+  }
+}
+
+/** Whether {@link prepareRow} refused. */
+export const isRefusal = (row: InsertRequest | EnqueueRefusal): row is EnqueueRefusal => "_tag" in row
+
+/**
  * Prepares the row for one enqueue. The current span (if any) is stored as the row's
  * trace context, so the run continues the enqueue's trace (see ExecutionSpan).
  */
 export const prepare = (job: Job, payload: unknown, options: EnqueueOptions, now: number, maxBytes: number): Effect.Effect<InsertRequest, EnqueueRefusal> =>
   Effect.withFiber<InsertRequest, EnqueueRefusal>((fiber) => {
-    const runAt = runAtOf(job, options, now)
-    if (typeof runAt !== "number") return Effect.fail(runAt)
-    const priority = options.priority ?? job.priority
-    if (!Number.isInteger(priority) || priority < minPriority || priority > maxPriority) {
-      return Effect.fail(new InvalidEnqueueOption({ job: job.id, option: "priority", message: `priority for ${job.id} must be a whole number from ${minPriority} to ${maxPriority}, got ${String(priority)}` }))
-    }
-    const text = encodeText(job, payload, maxBytes)
-    if (typeof text !== "string") return Effect.fail(text)
-    return Effect.succeed({
-      id: newId(now),
-      job: job.id,
-      queue: job.queue,
-      payload: text,
-      priority,
-      retry: job.retry.snapshot,
-      timeoutMs: job.timeoutMs,
-      runAt,
-      now,
-      idempotencyKey: normaliseKey(options.idempotencyKey),
-      traceContext: traceContextOf(fiber.context)
-    })
+    const row = prepareRow(job, payload, options, now, maxBytes, traceContextOf(fiber.context))
+    return isRefusal(row) ? Effect.fail(row) : Effect.succeed(row)
   })
 
 /**

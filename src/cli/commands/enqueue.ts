@@ -25,6 +25,34 @@ const byLine = (lineNumbers: ReadonlyArray<number>) => <E extends { readonly mes
   return new CliFailure(`line ${lineNumbers[e.item - 1]}: ${reason} (nothing was enqueued)`)
 }
 
+/**
+ * Reads and parses every line of a bulk (a line that is not JSON is a usage error
+ * naming it) before anything is validated or written. The text and its lines are
+ * dropped once parsed: a bulk is held in memory once, as payloads.
+ */
+const readBulk = <O>(source: string, job: string, options: O) =>
+  Effect.try({
+    try: () => {
+      const lines = readFileSync(source === "-" ? 0 : source, "utf8").split("\n")
+      const items: Array<{ readonly job: string; readonly payload: unknown; readonly options: O }> = []
+      const lineNumbers: Array<number> = []
+      for (let i = 0; i < lines.length; i++) {
+        const line = lines[i]!.trim()
+        if (line.length === 0) continue
+        let payload: unknown
+        try {
+          payload = JSON.parse(line)
+        } catch (e) {
+          throw new CliFailure(`line ${i + 1} is not valid JSON: ${(e as Error).message}`, 2)
+        }
+        items.push({ job, payload, options })
+        lineNumbers.push(i + 1)
+      }
+      return { items, lineNumbers }
+    },
+    catch: (e) => (e instanceof CliFailure ? e : new CliFailure(`cannot read ${source}: ${(e as Error).message}`))
+  })
+
 /** The enqueue command. */
 export const enqueue = Command.make(
   "enqueue",
@@ -51,22 +79,8 @@ export const enqueue = Command.make(
           return yield* Effect.fail(new CliFailure("--idempotency-key applies to one execution; it cannot be combined with --ndjson", 2))
         }
         const source = flags.ndjson.value
-        const text = yield* Effect.try({
-          try: () => readFileSync(source === "-" ? 0 : source, "utf8"),
-          catch: (e) => new CliFailure(`cannot read ${source}: ${(e as Error).message}`)
-        })
-        // Parse every line first (a bad one is a usage error naming it), then validate and
-        // insert all in one enqueueMany: one transaction, so a refusal leaves nothing behind.
-        const items = []
-        const lineNumbers: Array<number> = []
-        const lines = text.split("\n")
-        for (let i = 0; i < lines.length; i++) {
-          const line = lines[i]!.trim()
-          if (line.length === 0) continue
-          items.push({ job: flags.job, payload: yield* parseJson(line, `line ${i + 1}`), options })
-          lineNumbers.push(i + 1)
-        }
-        const results = yield* client.enqueueMany(items).pipe(Effect.mapError(byLine(lineNumbers)))
+        const bulk = yield* readBulk(source, flags.job, options)
+        const results = yield* client.enqueueMany(bulk.items).pipe(Effect.mapError(byLine(bulk.lineNumbers)))
         let inserted = 0
         let existing = 0
         for (const r of results) r.inserted ? inserted++ : existing++
