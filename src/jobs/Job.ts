@@ -8,6 +8,7 @@ import { Duration, Effect, Schema } from "effect"
 import type { RetryPolicy } from "./RetryPolicy.ts"
 import { defaultPolicy } from "./RetryPolicy.ts"
 import { PermanentFailure } from "./errors.ts"
+import { maxDelayMs } from "./TimeRange.ts"
 
 /** What a handler knows about the execution it is running. */
 export interface JobContext {
@@ -126,6 +127,14 @@ export const make = <P extends AnySchema, S extends AnySchema = typeof Schema.Un
   const parsed = parseId(options.id)
   if (!parsed) throw new RangeError(`Job id "${options.id}" must be <app>/<job>, both kebab-case`)
   const timeoutMs = options.timeout === undefined ? 300_000 : Duration.toMillis(Duration.fromInputUnsafe(options.timeout))
+  // Both are stored on every execution: a value the store cannot hold would fail every enqueue.
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > maxDelayMs) {
+    throw new RangeError(`Job "${options.id}": timeout must be a whole number of milliseconds from 1 to 100 years (${maxDelayMs}), got ${timeoutMs}`)
+  }
+  const priority = options.priority ?? 0
+  if (!Number.isInteger(priority) || priority < -2_147_483_648 || priority > 2_147_483_647) {
+    throw new RangeError(`Job "${options.id}": priority must be a whole number from -2147483648 to 2147483647, got ${priority}`)
+  }
   return {
     _tag: "Job",
     id: options.id,
@@ -138,7 +147,7 @@ export const make = <P extends AnySchema, S extends AnySchema = typeof Schema.Un
     queue: options.queue ?? "default",
     timeoutMs,
     retry: options.retry ?? defaultPolicy,
-    priority: options.priority ?? 0,
+    priority,
     retryable: options.retryable ?? retryAll,
     handler: options.handler
   }

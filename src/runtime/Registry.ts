@@ -13,7 +13,7 @@ import * as Registry from "../jobs/Registry.ts"
 import type { RosterConfig } from "./Config.ts"
 import { envSetting } from "./ConfigRules.ts"
 import { pruneJob } from "./Prune.ts"
-import { reservedIdProblem } from "../jobs/Job.ts"
+import { reservedApp, reservedIdProblem } from "../jobs/Job.ts"
 
 /** The apps folder a config points at. */
 export const appsDirOf = (config: RosterConfig): string => config.appsDir ?? "apps"
@@ -49,6 +49,9 @@ const buildWith = (config: RosterConfig, embedded?: EmbeddedApps) =>
     // Apps built in code get their services from config `services` (or the embedding app).
     const services = fromCode ? [] : yield* discoverServices(source)
     for (const s of services) {
+      if (s.app === reservedApp) {
+        return yield* new InvalidDefinition({ file: s.file, message: `${s.file}: the app "${reservedApp}" is reserved for Roster's own Jobs and Schedules; use another app name` })
+      }
       if (![...registry.jobs.values()].some((j) => j.app === s.app)) {
         return yield* new InvalidDefinition({ file: s.file, message: `${s.file} provides services for app "${s.app}", which defines no Job` })
       }

@@ -164,7 +164,7 @@ describe("the roster app is reserved", () => {
     expect(s.all("SELECT id, source FROM roster_schedules WHERE source <> 'file'")).toEqual([{ id: "roster/prune", source: "system" }])
   }, 60_000)
 
-  test("a Job of app roster in the apps folder: check, worker and enqueue refuse to start, naming the file", async () => {
+  test("a Job or services.ts of app roster in the apps folder: check, worker and enqueue refuse to start, naming the file", async () => {
     const s = scratch()
     const apps = join(root, "apps")
     mkdirSync(join(apps, "roster"), { recursive: true })
@@ -179,7 +179,16 @@ export const prune = Job.make({ id: "roster/cleanup", payload: Schema.Struct({})
       expectRefused(r, /Job "roster\/cleanup": the app "roster" is reserved/, { logs: true })
       expect(r.stderr).toContain(file)
     }
-    expect(s.count("SELECT COUNT(*) FROM sqlite_master WHERE name = 'roster_executions'")).toBeLessThanOrEqual(1)
+    // Services for app roster would replace Roster's own (its prune Job's Store).
+    rmSync(file)
+    const services = join(apps, "roster", "services.ts")
+    writeFileSync(services, `import { Layer } from "effect"
+export default Layer.empty
+`)
+    const r = await s.run(["check"], { env })
+    expectRefused(r, /the app "roster" is reserved/)
+    expect(r.stderr).toContain(services)
+    expect(s.count("SELECT COUNT(*) FROM sqlite_master WHERE name = 'roster_executions'")).toBe(0)
   }, 60_000)
 })
 

@@ -94,6 +94,16 @@ describe("times have a range: 1970-01-01T00:00:00.000Z to 9999-12-31T23:59:59.99
   })
 })
 
+describe("a Job's timeout and priority are values every execution can store", () => {
+  test("Job.make refuses an infinite or fractional timeout and a priority past 32 bits", () => {
+    const make = (over: Record<string, unknown>) => () => Job.make({ id: "t/bad", payload: Schema.Struct({}), handler: () => Effect.void, ...over })
+    expect(make({ timeout: Infinity })).toThrow(/timeout must be a whole number of milliseconds from 1 to 100 years/)
+    expect(make({ timeout: 0.5 })).toThrow(/timeout must be/)
+    expect(make({ priority: 2 ** 31 })).toThrow(/priority must be a whole number from -2147483648 to 2147483647/)
+    expect(make({ timeout: "100 days", priority: -5 })).not.toThrow()
+  })
+})
+
 describe("every stored time becomes text without a throw", () => {
   test("isoTime, the dashboard's time and clockTime accept any number", () => {
     for (const ms of [9_000_000_000_000_000, -9e15, Number.NaN, Infinity, 1.5, Number.MAX_VALUE]) {

@@ -9,7 +9,7 @@ import { nextFires } from "../../runtime/Schedules.ts"
 import { ScheduleNotFound, ScheduleStore, type StoredSchedule } from "../../store/ScheduleStore.ts"
 import { Store } from "../../store/Store.ts"
 import { badge, executionLink, executionsTable, postButton } from "../Components.ts"
-import { duration, shownJson, time, when } from "../Format.ts"
+import { clip, duration, maxLogLineChars, shownJson, time, when } from "../Format.ts"
 import type { Handler } from "../Http.ts"
 import { renderPage } from "../Http.ts"
 import { html, q, type Fragment } from "../Html.ts"
@@ -50,7 +50,7 @@ export const schedulesList: Handler = (ctx) =>
 <tbody>${rows.length === 0
       ? html`<tr><td colspan="8" class="muted">No schedules. File schedules appear once a scheduler has synced them.</td></tr>`
       : rows.map((s) =>
-        html`<tr><td><a href="${schedulePath(s.id)}">${s.id}</a>${s.label && s.label !== s.id ? html`<div class="small muted">${s.label}</div>` : ""}</td>
+        html`<tr><td><a href="${schedulePath(s.id)}">${s.id}</a>${s.label && s.label !== s.id ? html`<div class="small muted">${clip(s.label, 200)}</div>` : ""}</td>
 <td>${s.job}</td><td class="mono small">${triggerText(s)}</td><td class="small">${s.source}</td><td>${statusBadge(s)}</td>
 <td>${s.paused || s.retiredAt !== null ? html`<span class="muted">—</span>` : when(s.nextDueAt, now)}</td><td>${when(s.lastDueAt, now)}</td>
 <td><div class="actions">${actions(s)}</div></td></tr>`)}</tbody></table></div>`
@@ -79,7 +79,7 @@ export const scheduleDetail: Handler = (ctx, [id = ""]) =>
 <div class="actions" style="justify-content:space-between"><h1>${s.id}</h1><div class="actions">${actions(s)}</div></div>
 <div class="grid" style="margin-bottom:16px">
 <div class="card"><h2>Definition</h2><table class="kv">
-${s.label && s.label !== s.id ? row("Label", s.label) : ""}${s.description ? row("Description", s.description) : ""}
+${s.label && s.label !== s.id ? row("Label", clip(s.label, maxLogLineChars)) : ""}${s.description ? row("Description", clip(s.description, maxLogLineChars)) : ""}
 ${row("Job", s.job)}${row("Trigger", html`<span class="mono">${triggerText(s)}</span>`)}
 ${row("Status", statusBadge(s))}${row("Source", s.source)}
 ${row("Misfire", s.misfire === "all" ? `all (up to ${s.misfireCap})` : s.misfire)}${row("Overlap", s.overlap)}
@@ -92,7 +92,7 @@ ${s.retiredAt !== null ? row("Retired", when(s.retiredAt, now)) : ""}
 <div class="card"><h2>History</h2>${shown.length === 0 ? html`<p class="muted">No fires recorded${before ? " before this point" : " yet"}.</p>` : html`<table>
 <thead><tr><th>Due</th><th>Decided</th><th>Outcome</th><th>Execution</th><th>Note</th></tr></thead>
 <tbody>${shown.map((f) => html`<tr><td>${when(f.dueAt, now)}</td><td class="small">${time(f.enqueuedAt)}${f.enqueuedAt > f.dueAt ? html` <span class="muted">(+${duration(f.enqueuedAt - f.dueAt)})</span>` : ""}</td>
-<td>${badge(f.outcome)}</td><td>${f.executionId ? executionLink(f.executionId, f.executionId.slice(0, 8) + "…") : ""}</td><td class="small">${f.error ?? ""}</td></tr>`)}</tbody></table>`}
+<td>${badge(f.outcome)}</td><td>${f.executionId ? executionLink(f.executionId, f.executionId.slice(0, 8) + "…") : ""}</td><td class="small">${clip(f.error ?? "", maxLogLineChars)}</td></tr>`)}</tbody></table>`}
 <div class="pager">${before ? html`<a href="${schedulePath(s.id)}">← Latest</a>` : ""}${fires.length > pageSize ? html`<a href="${schedulePath(s.id)}?before=${shown[shown.length - 1]!.dueAt}">Older →</a>` : ""}</div></div>
 <div class="card"><h2>Latest executions</h2>${executionsTable(recent, now, "No executions from this schedule yet.")}</div>`
     return renderPage(ctx, { title: s.id, section: "schedules", body })
