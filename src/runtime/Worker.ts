@@ -28,6 +28,7 @@ import type { QueueConfig } from "../jobs/QueueConfig.ts"
 import { Store } from "../store/Store.ts"
 import * as Breaker from "./Breaker.ts"
 import { workerSettings, type WorkerSettings } from "./Config.ts"
+import { checkOption, concurrencyRange, workerRanges } from "./ConfigRules.ts"
 import { Core } from "./Core.ts"
 import * as Services from "./Services.ts"
 
@@ -53,6 +54,21 @@ export interface WorkerHandle {
   readonly broken: Effect.Effect<never, unknown>
 }
 
+/** The first worker option given in code that is out of its range, if any. */
+const checkWorkerOptions = (options: WorkerOptions): InvalidDefinition | undefined => {
+  if (options.concurrency !== undefined) {
+    const bad = checkOption(options.concurrency, concurrencyRange, "the worker option concurrency")
+    if (bad) return bad
+  }
+  for (const [key, value] of Object.entries(options.settings ?? {})) {
+    const range = workerRanges[key as keyof WorkerSettings]
+    if (range === undefined) return new InvalidDefinition({ message: `the worker setting ${key} is not one Roster knows (${Object.keys(workerRanges).join(", ")})` })
+    const bad = value === undefined ? undefined : checkOption(value, range, `the worker setting ${key}`)
+    if (bad) return bad
+  }
+  return undefined
+}
+
 /** A default worker id: host, pid and a random suffix. */
 export const defaultWorkerId = (): string => `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`
 
@@ -60,14 +76,22 @@ export const defaultWorkerId = (): string => `${hostname()}:${process.pid}:${Mat
 export const start = Effect.fnUntraced(function*(options: WorkerOptions = {}) {
   const core = yield* Core
   const store = yield* Store
+  // Options given in code are held to the rules roster.config.ts and ROSTER_* are (ConfigRules.ts).
+  const refused = checkWorkerOptions(options)
+  if (refused) return yield* refused
   const settings = { ...workerSettings(core.config), ...options.settings }
+  if (settings.leaseMs < 2 * settings.heartbeatMs) {
+    return yield* new InvalidDefinition({
+      message: `worker settings: leaseMs (${settings.leaseMs}) must be at least two heartbeats (heartbeatMs ${settings.heartbeatMs}): a shorter lease runs out between them and every execution fails "lease expired"`
+    })
+  }
   const workerId = options.workerId ?? defaultWorkerId()
   const names = options.queues && options.queues.length > 0 ? options.queues : [...core.registry.queues.keys()]
   const queues: Array<QueueConfig> = []
   for (const name of names) {
     const q = core.registry.queues.get(name)
     if (!q) return yield* new InvalidDefinition({ message: `queue "${name}" is not declared (declared: ${[...core.registry.queues.keys()].join(", ")})` })
-    queues.push(options.concurrency ? { name, concurrency: options.concurrency } : q)
+    queues.push(options.concurrency !== undefined ? { name, concurrency: options.concurrency } : q)
   }
   // Built before the actors, so closed after them: at shutdown, after in-flight work.
   const contexts = yield* Services.build()

@@ -69,6 +69,22 @@ describe("the Promise API", () => {
     expect((await ended(id)).result).toBe("a")
   })
 
+  test("worker options given in code are held to the same ranges as roster.config.ts", async () => {
+    const refusals = [
+      [{ concurrency: 0 }, "the worker option concurrency must be"],
+      [{ settings: { heartbeatMs: 0 } }, "the worker setting heartbeatMs must be"],
+      [{ settings: { leaseMs: 1_000, heartbeatMs: 800 } }, "must be at least two heartbeats"]
+    ] as const
+    for (const [options, message] of refusals) {
+      const error = await roster.startWorker(options).then(() => undefined, (e) => e)
+      expect(error).toMatchObject({ _tag: "InvalidDefinition" })
+      expect(error.message).toContain(message)
+    }
+    await roster.startWorker({ concurrency: 2 })
+    const { id } = await roster.enqueue(a, {})
+    expect((await ended(id)).state).toBe("succeeded")
+  })
+
   test("calls after close reject with the typed RosterClosed", async () => {
     await roster.close()
     for (const call of [() => roster.enqueue(a, {}), () => roster.get("x"), () => roster.count(), () => roster.startWorker(), () => roster.startScheduler()]) {
