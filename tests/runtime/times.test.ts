@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Job from "../../src/jobs/Job.ts"
+import { encodeJobPayload } from "../../src/jobs/JobSchedule.ts"
 import { documentJson, depthOf, maxPayloadDepth, prettyJson } from "../../src/jobs/JsonText.ts"
 import * as RetryPolicy from "../../src/jobs/RetryPolicy.ts"
 import { isoTime, isStorableTime, maxDelayMs, maxTime, timeText } from "../../src/jobs/TimeRange.ts"
@@ -131,6 +132,11 @@ describe("payload nesting is bounded at 64 levels", () => {
       expect(JSON.stringify(exit)).toContain("PayloadTooDeep")
       expect(n).toBe(0)
     }
+  })
+
+  test("a file Schedule's payload nested deeper than 64 levels is an InvalidDefinition", () => {
+    expect(encodeJobPayload(any, { data: nested(100) })).toMatchObject({ _tag: "InvalidDefinition", message: expect.stringContaining("nests deeper than 64 levels") })
+    expect(typeof encodeJobPayload(any, { data: nested(10) })).toBe("string")
   })
 
   test("depthOf stops counting past its limit", () => {
