@@ -94,6 +94,17 @@ describe("gaps of other sizes", () => {
     ])
   })
 
+  test("two changes a week apart (Asia/Gaza's predicted DST suspension, October 2040) keep every fire at its wall time", () => {
+    const gaza = new Intl.DateTimeFormat("en-CA", { timeZone: "Asia/Gaza", year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", hourCycle: "h23" })
+    for (const expr of ["0 12 * * *", "0 12 * * 3", "0 12 1-31/3 * *"]) {
+      const got = Trigger.firesBetween(Trigger.cron(expr, "Asia/Gaza"), at("2040-10-10T00:00:00Z"), at("2040-11-05T00:00:00Z"))
+      const walls = got.map((t) => gaza.format(new Date(t)))
+      expect(walls.every((w) => w.endsWith("12:00")), walls.join(" | ")).toBe(true)
+      expect(new Set(walls.map((w) => w.slice(0, 10))).size).toBe(got.length)
+    }
+    expect(Trigger.offsetAt("Asia/Gaza", at("2040-10-23T00:00:00Z")) - Trigger.offsetAt("Asia/Gaza", at("2040-10-18T00:00:00Z"))).toBe(3_600_000)
+  })
+
   test("a day a zone skips across the date line is not made up (Pacific/Apia, 30 December 2011)", () => {
     // 29 December 23:59:59 -10 was followed by 31 December 00:00 +14.
     expect(fires(Trigger.cron("30 2 * * *", "Pacific/Apia"), "2011-12-29T00:00:00Z", "2011-12-31T00:00:00Z")).toEqual([
