@@ -59,7 +59,7 @@ describe("times outside 1970-01-01 to 9999-12-31 are refused at every entry", ()
     expect(s.count("SELECT COUNT(*) FROM roster_schedules WHERE source = 'studio'")).toBe(0)
   }, 60_000)
 
-  test("a stored time no Date can hold renders in executions list|show|logs, schedules list|show and every dashboard page", async () => {
+  test("a stored time no Date can hold renders in executions list|show|logs|count, schedules list|show and every dashboard page", async () => {
     const s = scratch()
     const [template] = await acknowledge(s, 1)
     const far = insertCopy(s, template!, { runAt: farFuture, createdAt: farFuture })
@@ -78,11 +78,18 @@ describe("times outside 1970-01-01 to 9999-12-31 are refused at every entry", ()
     expect(parseJsonOutput(await s.run(["schedules", "show", "demo/later", "--json"]))).toMatchObject({ nextDueAt: "out-of-range time 9000000000000000", lastDueAt: "out-of-range time -9000000000000000" })
 
     const { url } = await startDashboard(s)
-    for (const path of ["/", "/executions", `/executions/${far}`, "/schedules", "/schedules/demo/later"]) {
+    for (const path of ["/", "/executions", `/executions/${far}`, "/schedules", "/schedules/demo/later", "/schedules/demo/later?before=1.5", `/schedules/demo/later?before=${farFuture}`]) {
       const r = await fetch(url + path)
       expect(r.status, path).toBe(200)
     }
     expect(await (await fetch(`${url}/executions/${far}`)).text()).toContain("out-of-range time 9000000000000000")
+
+    // A --since reaching before 1970 or past 9999 is held to the range, not handed to the store as it is.
+    for (const since of ["99999999999999999999d", "+100000-01-01T00:00:00Z"]) {
+      const r = await s.run(["executions", "count", "--since", since, "--json"])
+      expect(r.code, r.stderr).toBe(0)
+    }
+    expect(parseJsonOutput(await s.run(["executions", "count", "--since", "99999999999999999999d", "--json"])).queued).toBe(2)
 
     // The acknowledged one runs; the hand-made one is never due.
     await expectAllRan(s, [template!])

@@ -8,7 +8,7 @@ import { Store } from "../../store/Store.ts"
 import { Client } from "../../runtime/Client.ts"
 import { runtimeLayerExisting, storeLayer } from "../Environment.ts"
 import { parseStored } from "../../jobs/JsonText.ts"
-import { isoTime } from "../../jobs/TimeRange.ts"
+import { isoTime, maxTime, minTime } from "../../jobs/TimeRange.ts"
 import { CliFailure, describeCause, executionSummary, printJson, printLine, table } from "../Output.ts"
 
 const logJson = (l: LogLine) => ({
@@ -36,10 +36,12 @@ const units: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_
 const parseSince = (raw: string) =>
   Effect.gen(function*() {
     const m = /^(\d+)([smhd])$/.exec(raw.trim())
-    if (m) return (yield* Clock.currentTimeMillis) - Number(m[1]) * (units[m[2]!] ?? 0)
+    // Held to the stored range (TimeRange.ts): "since 100000d" means since the first time, not a number no store compares.
+    const inRange = (t: number) => Math.min(maxTime, Math.max(minTime, t))
+    if (m) return inRange((yield* Clock.currentTimeMillis) - Number(m[1]) * (units[m[2]!] ?? 0))
     const t = Date.parse(raw)
     if (Number.isNaN(t)) return yield* Effect.fail(new CliFailure(`--since "${raw}" is neither an ISO time nor a duration like 15m`, 2))
-    return t
+    return inRange(t)
   })
 
 const toFilter = (flags: { job: Option.Option<string>; queue: Option.Option<string>; state: Option.Option<ExecutionState>; since: Option.Option<string> }) =>

@@ -5,6 +5,7 @@
  * ones included). System schedules belong to Roster: they show no pause or resume.
  */
 import { Effect } from "effect"
+import { isStorableTime } from "../../jobs/TimeRange.ts"
 import { nextFires } from "../../runtime/Schedules.ts"
 import { ScheduleNotFound, ScheduleStore, type StoredSchedule } from "../../store/ScheduleStore.ts"
 import { Store } from "../../store/Store.ts"
@@ -66,7 +67,8 @@ export const scheduleDetail: Handler = (ctx, [id = ""]) =>
     if (!s) return yield* new ScheduleNotFound({ id, message: `No schedule ${id}.` })
     const { now } = ctx
     const beforeRaw = Number(ctx.url.searchParams.get("before"))
-    const before = Number.isFinite(beforeRaw) && beforeRaw > 0 ? beforeRaw : undefined
+    // A whole number the store can compare (PostgreSQL refuses 1.5 for a bigint): anything else is the first page.
+    const before = isStorableTime(beforeRaw) && beforeRaw > 0 ? beforeRaw : undefined
     const pageSize = 25
     const [fires, recent] = yield* Effect.all([
       schedules.schedulesHistory({ scheduleId: id, limit: pageSize + 1, before }),
