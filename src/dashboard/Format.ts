@@ -64,9 +64,19 @@ export const shownJson = (value: unknown, whole: string): Html => {
 /** Text cut at `max` characters, with `…` when it was longer. */
 export const clip = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max)}…` : text)
 
-/** Long text in a `<pre>`, cut at {@link maxShownChars} with how to get all of it. */
-export const shownText = (text: string, whole: string): Html =>
-  html`<pre>${clip(text, maxShownChars)}</pre>${text.length > maxShownChars ? cutNote(`${count(maxShownChars)} of ${count(text.length)} characters`, whole) : ""}`
+/** Long text in a `<pre>`, cut at `max` characters (default {@link maxShownChars}) with how to get all of it. */
+export const shownText = (text: string, whole: string, max = maxShownChars): Html =>
+  html`<pre>${clip(text, max)}</pre>${text.length > max ? cutNote(`${count(max)} of ${count(text.length)} characters`, whole) : ""}`
+
+/** Most characters of each of a list's values (an attempt's cause, a step's output) a page shows. */
+export const maxListedChars = 2_000
+
+/** Most rows of a list (attempts, steps) a page shows: the first and last half of it. */
+export const maxListedRows = 200
+
+/** A list's rows as a page shows them: all, or the first and last {@link maxListedRows}/2 around a `gap`. */
+export const edges = <A>(rows: ReadonlyArray<A>): ReadonlyArray<A | "gap"> =>
+  rows.length <= maxListedRows ? rows : [...rows.slice(0, maxListedRows / 2), "gap", ...rows.slice(-maxListedRows / 2)]
 
 /** The line under a cut value. */
 export const cutNote = (shown: string, whole: string): Html =>

@@ -245,6 +245,24 @@ describe("nesting is bounded at enqueue, and what any page renders is bounded", 
     expect(bigHtml).toContain(`roster executions show ${big} --json</code> prints the whole value`)
     expect(bigHtml).toContain(`roster executions logs ${big}</code> prints the whole value`)
 
+    // 500 attempts and 500 steps of 20,000 characters each (20 MB): the first and last 100 of each, cut at 2,000.
+    const db = s.sqlite()
+    const long = "c".repeat(20_000)
+    db.transaction(() => {
+      for (let i = 1; i <= 500; i++) {
+        db.query("INSERT INTO roster_attempts (execution_id, attempt, worker, started_at, finished_at, outcome, error) VALUES (?, ?, 'w', 1, 2, 'failed', ?)")
+          .run(template!, i + 10, JSON.stringify({ tag: "Boom", message: long, retryable: true, pretty: long }))
+        db.query("INSERT INTO roster_steps (execution_id, name, output, attempt, created_at) VALUES (?, ?, ?, 1, 1)").run(template!, `step-${i}`, JSON.stringify(long))
+      }
+    })()
+    const listsPage = await fetch(`${url}/executions/${template}`)
+    expect(listsPage.status).toBe(200)
+    const listsHtml = await listsPage.text()
+    expect(listsHtml.length).toBeLessThan(1_500_000)
+    // 501 attempts: the 500 written here and the execution's own success.
+    expect(/… 301 more attempts; <code>roster executions show \S+ --json<\/code> prints them all/.test(listsHtml)).toBe(true)
+    expect(listsHtml.includes("… 300 more steps;")).toBe(true)
+
     const shownDeep = await s.run(["executions", "show", deep, "--json"])
     expect(shownDeep.code, shownDeep.stderr).toBe(0)
     expect(shownDeep.stdout.length).toBeLessThan(200_000)

@@ -12,7 +12,7 @@ import { Client } from "../../runtime/Client.ts"
 import type { Attempt, Execution } from "../../store/Execution.ts"
 import { Store } from "../../store/Store.ts"
 import { badge, executionLink, listLink, postButton } from "../Components.ts"
-import { clip, clockTime, count, cutNote, duration, maxLogLineChars, maxShownChars, relative, shownJson, shownText, when } from "../Format.ts"
+import { clip, clockTime, count, cutNote, duration, edges, maxListedChars, maxListedRows, maxLogLineChars, maxShownChars, relative, shownJson, shownText, when } from "../Format.ts"
 import type { Handler } from "../Http.ts"
 import { renderPage } from "../Http.ts"
 import { html, q, type Fragment } from "../Html.ts"
@@ -24,6 +24,10 @@ const withFinalAttempt = (e: Execution, attempts: ReadonlyArray<Attempt>): Reado
   e.state === "succeeded" && !attempts.some((a) => a.attempt === e.attempt) && e.startedAt !== null && e.finishedAt !== null
     ? [...attempts, { executionId: e.id, attempt: e.attempt, worker: e.leaseOwner ?? "", startedAt: e.startedAt, finishedAt: e.finishedAt, outcome: "succeeded", error: null }]
     : attempts
+
+/** The row standing for the middle of a long list, with the command that prints all of it. */
+const gapRow = (columns: number, total: number, what: string, id: string) =>
+  html`<tr><td colspan="${columns}" class="muted small">… ${count(total - maxListedRows)} more ${what}; <code>roster executions show ${id} --json</code> prints them all …</td></tr>`
 
 /** A burst of logs shows its first and last this many lines (a handler may log 100,000). */
 const logEdge = 500
@@ -83,11 +87,11 @@ ${e.error.pretty ? html`<details><summary>Cause</summary>${shownText(e.error.pre
 </div>
 <div class="card"><h2>Attempts</h2>${attempts.length === 0 ? html`<p class="muted">No attempt has run yet.</p>` : html`<table>
 <thead><tr><th class="num">#</th><th>Outcome</th><th>Worker</th><th>Started</th><th class="num">Took</th><th>Error</th></tr></thead>
-<tbody>${attempts.map((a) => html`<tr><td class="num">${a.attempt}</td><td>${badge(a.outcome)}</td><td class="mono small">${a.worker}</td>
+<tbody>${edges(attempts).map((a) => a === "gap" ? gapRow(6, attempts.length, "attempts", e.id) : html`<tr><td class="num">${a.attempt}</td><td>${badge(a.outcome)}</td><td class="mono small">${a.worker}</td>
 <td>${when(a.startedAt, now)}</td><td class="num">${duration(a.finishedAt - a.startedAt)}</td>
-<td>${a.error ? html`${a.error.tag}: ${clip(a.error.message, maxLogLineChars)}${a.error.pretty ? html`<details><summary>cause</summary>${shownText(a.error.pretty, whole)}</details>` : ""}` : ""}</td></tr>`)}</tbody></table>`}</div>
+<td>${a.error ? html`${a.error.tag}: ${clip(a.error.message, maxLogLineChars)}${a.error.pretty ? html`<details><summary>cause</summary>${shownText(a.error.pretty, whole, maxListedChars)}</details>` : ""}` : ""}</td></tr>`)}</tbody></table>`}</div>
 ${e.steps.length > 0 ? html`<div class="card"><h2>Steps</h2><table><thead><tr><th>Step</th><th class="num">Attempt</th><th>Saved</th><th>Output</th></tr></thead>
-<tbody>${e.steps.map((s) => html`<tr><td class="mono">${s.name}</td><td class="num">${s.attempt}</td><td>${when(s.createdAt, now)}</td><td>${shownText(s.output, whole)}</td></tr>`)}</tbody></table></div>` : ""}
+<tbody>${edges(e.steps).map((s) => s === "gap" ? gapRow(4, e.steps.length, "steps", e.id) : html`<tr><td class="mono">${clip(s.name, 200)}</td><td class="num">${s.attempt}</td><td>${when(s.createdAt, now)}</td><td>${shownText(s.output, whole, maxListedChars)}</td></tr>`)}</tbody></table></div>` : ""}
 <div class="card"><h2>Logs</h2>${logs.lines.length === 0 && logs.drops.length === 0 ? html`<p class="muted">No captured logs.</p>` : html`<table>
 <thead><tr><th>Time</th><th class="num">#</th><th>Level</th><th>Message</th></tr></thead>
 <tbody>${shownLines.map((l) => l === "gap" ? html`<tr><td colspan="4" class="muted small">… ${count(logs.lines.length - shownLines.length + 1)} more lines; <code>roster executions logs ${e.id}</code> prints them all …</td></tr>` : html`<tr class="${levelClass(l.level)}"><td class="mono small nowrap">${clockTime(l.at)}</td><td class="num">${l.attempt}</td>
