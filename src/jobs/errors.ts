@@ -35,12 +35,12 @@ export class PayloadTooDeep extends Data.TaggedError("PayloadTooDeep")<{
 /**
  * An enqueue option is out of its range: `runAt` outside the times Roster stores
  * (1970-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z) or not a whole number of ms,
- * `delayMs` negative, fractional or reaching past that range, or `priority` not a
- * 32-bit integer. Nothing was written.
+ * `delayMs` negative, fractional or reaching past that range, `priority` not a
+ * 32-bit integer, or an idempotency key over 512 characters. Nothing was written.
  */
 export class InvalidEnqueueOption extends Data.TaggedError("InvalidEnqueueOption")<{
   readonly job: string
-  readonly option: "runAt" | "delayMs" | "priority"
+  readonly option: "runAt" | "delayMs" | "priority" | "idempotencyKey"
   readonly message: string
   readonly item?: number | undefined
 }> {}

@@ -2,9 +2,10 @@
  * Turns (Job, payload, options) into a row to insert, or a typed refusal: the payload
  * is checked for nesting (deeper than 64 levels: PayloadTooDeep), encoded with the
  * Job's Schema (invalid: InvalidPayload), made JSON text (not JSON-safe: NotJsonSafe),
- * and measured (over the limit: PayloadTooLarge); `runAt`, `delayMs` and `priority`
- * are checked against their ranges (InvalidEnqueueOption: times within
- * 1970–9999, see TimeRange.ts; priority a 32-bit integer, which both stores hold).
+ * and measured (over the limit: PayloadTooLarge); `runAt`, `delayMs`, `priority` and
+ * the idempotency key are checked against their ranges (InvalidEnqueueOption: times
+ * within 1970–9999, see TimeRange.ts; priority a 32-bit integer and keys of at most
+ * 512 characters, which both stores hold).
  * Nothing is written here; every enqueue path — the Client, transactional enqueue —
  * prepares its rows through this one function, and studio Schedules encode their
  * payloads through {@link encodePayload}.
@@ -21,7 +22,7 @@ import type { InsertRequest } from "../store/Store.ts"
 
 /** Options of one enqueue. */
 export interface EnqueueOptions {
-  /** Dedupes the enqueue: an existing (job, key) returns the existing execution. Trimmed; empty means none. */
+  /** Dedupes the enqueue: an existing (job, key) returns the existing execution. Trimmed; empty means none; at most 512 characters. */
   readonly idempotencyKey?: string | undefined
   /** Run no earlier than this time (epoch ms or Date), from 1970-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z. */
   readonly runAt?: number | Date | undefined
@@ -77,6 +78,13 @@ export const encodePayload = (job: Job, payload: unknown, maxBytes: number): Eff
     return typeof text === "string" ? Effect.succeed(text) : Effect.fail(text)
   })
 
+/**
+ * The longest idempotency key, in characters (UTF-16 units, at most 3 bytes each in
+ * UTF-8): (job, key) is a unique index, and a PostgreSQL B-tree entry holds at most
+ * 2,704 bytes; a manual retry appends `:retry:<id>` (43 more).
+ */
+export const maxKeyLength = 512
+
 /** Normalises an idempotency key: trimmed, empty means none. */
 export const normaliseKey = (key: string | undefined | null): string | null => {
   const k = key?.trim()
@@ -123,6 +131,14 @@ export const prepareRow = (
   if (!Number.isInteger(priority) || priority < minPriority || priority > maxPriority) {
     return new InvalidEnqueueOption({ job: job.id, option: "priority", message: `priority for ${job.id} must be a whole number from ${minPriority} to ${maxPriority}, got ${String(priority)}` })
   }
+  const idempotencyKey = normaliseKey(options.idempotencyKey)
+  if (idempotencyKey !== null && idempotencyKey.length > maxKeyLength) {
+    return new InvalidEnqueueOption({
+      job: job.id,
+      option: "idempotencyKey",
+      message: `idempotency key for ${job.id} is ${idempotencyKey.length} characters, over the ${maxKeyLength}-character limit`
+    })
+  }
   const text = encodeText(job, payload, maxBytes)
   if (typeof text !== "string") return text
   return {
@@ -135,7 +151,7 @@ export const prepareRow = (
     timeoutMs: job.timeoutMs,
     runAt,
     now,
-    idempotencyKey: normaliseKey(options.idempotencyKey),
+    idempotencyKey,
     traceContext
   }
 }

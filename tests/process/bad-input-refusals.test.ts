@@ -40,7 +40,7 @@ const farFuture = 9_000_000_000_000_000
 describe("times outside 1970-01-01 to 9999-12-31 are refused at every entry", () => {
   const scratch = useScratch({ apps: demoApps })
 
-  test("--delay-ms past 9999, negative, and --priority past 32 bits: one line, exit 1, nothing written", async () => {
+  test("--delay-ms past 9999, negative, --priority past 32 bits, a key over 512 characters: one line, exit 1, nothing written", async () => {
     const s = scratch()
     const acknowledged = await acknowledge(s, 2)
     const one = ["enqueue", "demo/noop", "--payload", '{"n":1}']
@@ -48,8 +48,12 @@ describe("times outside 1970-01-01 to 9999-12-31 are refused at every entry", ()
     expectRefused(await s.run([...one, "--delay-ms", "-1", "--json"]), /delay for demo\/noop must be a whole number of milliseconds >= 0, got -1/)
     expectRefused(await s.run([...one, "--priority", "3000000000"]), /priority for demo\/noop must be a whole number from -2147483648 to 2147483647/)
     expectRefused(await s.run(["enqueue", "demo/noop", "--ndjson", "-", "--delay-ms", String(farFuture)], { stdin: ndjson([{ n: 1 }, { n: 2 }]) }), /^roster: line 1: delay of/)
+    // (job, key) is a unique index; PostgreSQL's B-tree refuses entries over 2,704 bytes.
+    expectRefused(await s.run([...one, "--idempotency-key", "k".repeat(513)]), /idempotency key for demo\/noop is 513 characters, over the 512-character limit/)
     expect(s.count("SELECT COUNT(*) FROM roster_executions")).toBe(2)
-    await expectAllRan(s, acknowledged)
+    const keyed = await s.run([...one, "--idempotency-key", "k".repeat(512), "--json"])
+    expect(keyed.code, keyed.stderr).toBe(0)
+    await expectAllRan(s, [...acknowledged, parseJsonOutput(keyed).id])
   }, 60_000)
 
   test("a studio schedule whose next fire would pass 9999 is refused", async () => {

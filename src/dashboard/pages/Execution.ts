@@ -65,7 +65,7 @@ ${row("Attempt", `${e.attempt} of ${e.maxAttempts}`)}
 ${row("Priority", e.priority)}
 ${row("Retry policy", `${e.retry.kind}, ${e.retry.attempts} attempts, from ${duration(e.retry.initialMs)} up to ${duration(e.retry.maxMs)}${e.retry.jitter === "full" ? ", full jitter" : ""}`)}
 ${row("Timeout", duration(e.timeoutMs))}
-${e.idempotencyKey !== null ? row("Idempotency key", html`<span class="mono">${e.idempotencyKey}</span>`) : ""}
+${e.idempotencyKey !== null ? row("Idempotency key", html`<span class="mono">${clip(e.idempotencyKey, 600)}</span>`) : ""}
 ${e.scheduleId !== null ? row("Schedule", html`<a href="/schedules/${e.scheduleId.split("/").map(q).join("/")}">${e.scheduleId}</a>${e.fireAt !== null ? html` <span class="muted small">fire due ${when(e.fireAt, now)}</span>` : html` <span class="muted small">run now</span>`}`) : ""}
 ${e.retryOf !== null ? row("Retry of", executionLink(e.retryOf)) : ""}
 </table></div>
