@@ -20,7 +20,7 @@ import type { Job } from "../jobs/Job.ts"
 import type { Registry } from "../jobs/Registry.ts"
 import * as RetryPolicy from "../jobs/RetryPolicy.ts"
 import * as Failure from "../jobs/Failure.ts"
-import { JobTimeout, UndecodablePayload } from "../jobs/errors.ts"
+import { InvalidResult, JobTimeout, UndecodablePayload } from "../jobs/errors.ts"
 import { type Execution, type ExecutionError, UnparsedPayload } from "../store/Execution.ts"
 import type { Outcome } from "../store/Store.ts"
 import { Store } from "../store/Store.ts"
@@ -160,7 +160,7 @@ export const make = Effect.fnUntraced(function*(options: {
       if (job.result === undefined) return JSON.stringify(result === undefined ? null : result)
       const encoded = jsonCodecOf(job.result).encode(result)
       if (encoded._tag === "Failure") {
-        return yield* Effect.fail({ _tag: "InvalidResult", message: `result does not match ${job.id}'s result schema: ${failureMessage(encoded)}` })
+        return yield* new InvalidResult({ message: `result does not match ${job.id}'s result schema: ${failureMessage(encoded)}` })
       }
       return JSON.stringify(encoded.value)
     })

@@ -102,6 +102,11 @@ export class UndecodablePayload extends Data.TaggedError("UndecodablePayload")<{
   readonly message: string
 }> {}
 
+/** A handler's result does not encode with the Job's result Schema. Permanent: a retry returns the same result. */
+export class InvalidResult extends Data.TaggedError("InvalidResult")<{
+  readonly message: string
+}> {}
+
 /** A call on a `Roster.open` handle after its `close()`. */
 export class RosterClosed extends Data.TaggedError("RosterClosed")<{
   readonly message: string

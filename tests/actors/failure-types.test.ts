@@ -87,7 +87,15 @@ const thrownPermanent = Job.make({
 
 const plain = Job.make({ id: "t/plain", payload: Schema.Struct({}), retry, handler: () => Effect.fail({ _tag: "Upstream", message: "503" }) })
 
-const all = [target, validating, asyncThrows, asyncRejects, optsIn, rejectsAll, predicateThrows, thrownPermanent, plain]
+const badResult = Job.make({
+  id: "t/bad-result",
+  payload: Schema.Struct({}),
+  result: Schema.Struct({ total: Schema.Number }),
+  retry,
+  handler: () => Effect.succeed({ total: "many" } as never)
+})
+
+const all = [target, validating, asyncThrows, asyncRejects, optsIn, rejectsAll, predicateThrows, thrownPermanent, plain, badResult]
 
 /** Runs one execution of `job` to its first outcome: failed, or queued again for a retry. */
 const firstOutcome = (job: Job.Job<any, any, any, any>, payload: unknown) =>
@@ -138,6 +146,12 @@ describe("a Job's own retryable decides validation failures too", () => {
 describe("other failures keep their verdict", () => {
   test("a PermanentFailure thrown as a defect is permanent", async () => {
     expect(await firstOutcome(thrownPermanent, {})).toMatchObject({ state: "failed", attempt: 1, tag: "PermanentFailure", message: "account closed", retryable: false })
+  })
+
+  test("a result that does not match the Job's result Schema is an InvalidResult, permanent", async () => {
+    const outcome = await firstOutcome(badResult, {})
+    expect(outcome).toMatchObject({ state: "failed", attempt: 1, tag: "InvalidResult", retryable: false })
+    expect(outcome.message).toStartWith("result does not match t/bad-result's result schema")
   })
 
   test("an ordinary typed failure is still retried", async () => {
