@@ -105,6 +105,9 @@ const kebab = /^[a-z0-9]+(?:-[a-z0-9]+)*$/
 /** Whether a name is kebab-case (used for apps, jobs, schedules and queues). */
 export const isKebab = (name: string): boolean => kebab.test(name)
 
+/** The longest Job or Schedule id: ids are primary and unique keys, and go into fire keys and log lines. */
+export const maxIdLength = 200
+
 /** The app whose Jobs and Schedules are Roster's own (`roster/prune`); no other definition may use it. */
 export const reservedApp = "roster"
 
@@ -126,6 +129,7 @@ export const make = <P extends AnySchema, S extends AnySchema = typeof Schema.Un
 ): Job<P, S, E, R> => {
   const parsed = parseId(options.id)
   if (!parsed) throw new RangeError(`Job id "${options.id}" must be <app>/<job>, both kebab-case`)
+  if (options.id.length > maxIdLength) throw new RangeError(`Job id "${options.id.slice(0, 40)}…" must be at most ${maxIdLength} characters, got ${options.id.length}`)
   const timeoutMs = options.timeout === undefined ? 300_000 : Duration.toMillis(Duration.fromInputUnsafe(options.timeout))
   // Both are stored on every execution: a value the store cannot hold would fail every enqueue.
   if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > maxDelayMs) {

@@ -8,7 +8,7 @@
  */
 import { Duration, Result, Schema } from "effect"
 import type { AnySchema, Job } from "./Job.ts"
-import { parseId } from "./Job.ts"
+import { maxIdLength, parseId } from "./Job.ts"
 import type { Misfire, MisfirePolicy } from "./FirePlan.ts"
 import { defaultAllCap, misfire as makeMisfire } from "./FirePlan.ts"
 import type { Trigger } from "./Trigger.ts"
@@ -65,12 +65,15 @@ export interface JobScheduleOptions<J extends Job<any, any, any> | string> {
   readonly description?: string | undefined
 }
 
+/** The most late runs `all` may make after downtime: each is an execution enqueued in one scheduler pass. */
+export const maxMisfireCap = 10_000
+
 const toMisfire = (id: string, option: MisfireOption | undefined): Misfire => {
   if (option === undefined) return makeMisfire("once")
   if (option === "once" || option === "skip" || option === "all") return makeMisfire(option, defaultAllCap)
   const cap = (option as { all?: { cap?: unknown } }).all?.cap
-  if (typeof cap !== "number" || !Number.isInteger(cap) || cap < 1) {
-    throw new RangeError(`Schedule "${id}": misfire { all: { cap } } needs an integer cap >= 1, got ${String(cap)}`)
+  if (typeof cap !== "number" || !Number.isInteger(cap) || cap < 1 || cap > maxMisfireCap) {
+    throw new RangeError(`Schedule "${id}": misfire { all: { cap } } needs an integer cap >= 1 and <= ${maxMisfireCap}, got ${String(cap)}`)
   }
   return makeMisfire("all", cap)
 }
@@ -108,6 +111,7 @@ const toTrigger = (id: string, options: JobScheduleOptions<any>): Trigger => {
 export const make = <J extends Job<any, any, any> | string>(options: JobScheduleOptions<J>): JobSchedule => {
   const parsed = parseId(options.id)
   if (!parsed) throw new RangeError(`Schedule id "${options.id}" must be <app>/<schedule>, both kebab-case`)
+  if (options.id.length > maxIdLength) throw new RangeError(`Schedule id "${options.id.slice(0, 40)}…" must be at most ${maxIdLength} characters, got ${options.id.length}`)
   const target = typeof options.job === "string" ? undefined : options.job as Job
   const job = target ? target.id : options.job as string
   if (!parseId(job)) throw new RangeError(`Schedule "${options.id}": job "${job}" must be <app>/<job>, both kebab-case`)

@@ -6,7 +6,8 @@
  * dashboard alike.
  */
 import { Clock, Effect } from "effect"
-import { parseId, reservedIdProblem } from "../jobs/Job.ts"
+import { maxIdLength, parseId, reservedIdProblem } from "../jobs/Job.ts"
+import { maxMisfireCap } from "../jobs/JobSchedule.ts"
 import * as Trigger from "../jobs/Trigger.ts"
 import { InvalidDefinition, UnknownJob } from "../jobs/errors.ts"
 import { triggerOf } from "../actors/Scheduler.ts"
@@ -64,6 +65,7 @@ const toSpec = (input: StudioScheduleInput, now: number) =>
     const core = yield* Core
     const bad = (message: string) => new InvalidDefinition({ id: input.id, message: `schedule "${input.id}": ${message}` })
     if (!parseId(input.id)) return yield* bad("id must be <app>/<schedule>, both kebab-case")
+    if (input.id.length > maxIdLength) return yield* bad(`id must be at most ${maxIdLength} characters, got ${input.id.length}`)
     const reserved = reservedIdProblem(input.id)
     if (reserved) return yield* bad(reserved)
     const job = core.registry.jobs.get(input.job)
@@ -80,8 +82,8 @@ const toSpec = (input: StudioScheduleInput, now: number) =>
     }
     const misfire = input.misfire ?? "once"
     if (!["once", "skip", "all"].includes(misfire)) return yield* bad(`misfire must be once, skip or all, got ${misfire}`)
-    if (input.misfireCap !== undefined && (!Number.isInteger(input.misfireCap) || input.misfireCap < 1)) {
-      return yield* bad(`misfireCap must be an integer >= 1, got ${String(input.misfireCap)}`)
+    if (input.misfireCap !== undefined && (!Number.isInteger(input.misfireCap) || input.misfireCap < 1 || input.misfireCap > maxMisfireCap)) {
+      return yield* bad(`misfireCap must be an integer from 1 to ${maxMisfireCap}, got ${String(input.misfireCap)}`)
     }
     const overlap = input.overlap ?? "allow"
     if (overlap !== "allow" && overlap !== "skip") return yield* bad(`overlap must be allow or skip, got ${overlap}`)

@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Job from "../../src/jobs/Job.ts"
+import * as JobSchedule from "../../src/jobs/JobSchedule.ts"
 import { encodeJobPayload } from "../../src/jobs/JobSchedule.ts"
 import { documentJson, depthOf, maxPayloadDepth, prettyJson } from "../../src/jobs/JsonText.ts"
 import * as RetryPolicy from "../../src/jobs/RetryPolicy.ts"
@@ -102,6 +103,14 @@ describe("a Job's timeout and priority are values every execution can store", ()
     expect(make({ timeout: 0.5 })).toThrow(/timeout must be/)
     expect(make({ priority: 2 ** 31 })).toThrow(/priority must be a whole number from -2147483648 to 2147483647/)
     expect(make({ timeout: "100 days", priority: -5 })).not.toThrow()
+  })
+
+  test("ids are at most 200 characters; a misfire cap at most 10,000", () => {
+    const long = `t/${"a".repeat(199)}`
+    expect(() => Job.make({ id: long, payload: Schema.Struct({}), handler: () => Effect.void })).toThrow(/at most 200 characters, got 201/)
+    expect(() => JobSchedule.make({ id: long, job: any, every: "1 minute", payload: { data: 1 } })).toThrow(/at most 200 characters/)
+    expect(() => JobSchedule.make({ id: "t/s", job: any, every: "1 minute", payload: { data: 1 }, misfire: { all: { cap: 10_001 } } })).toThrow(/cap >= 1 and <= 10000/)
+    expect(() => JobSchedule.make({ id: "t/s", job: any, every: "1 minute", payload: { data: 1 }, misfire: { all: { cap: 10_000 } } })).not.toThrow()
   })
 })
 
