@@ -4,7 +4,8 @@
  * form next to them, measured from the page's `now` (read from the Clock); any stored
  * number renders (see TimeRange.ts). What a page shows of a value is bounded: JSON and
  * text past {@link maxShownChars} (log lines past {@link maxLogLineChars}) are cut,
- * with the command that prints the whole value.
+ * with the command that prints the whole value (and, for a payload or result, a link
+ * to it as a JSON document).
  */
 import { prettyJson } from "../jobs/JsonText.ts"
 import { isoTime, timeText } from "../jobs/TimeRange.ts"
@@ -56,9 +57,9 @@ export const json = (value: unknown): string => prettyJson(value).text
  * A stored value as a page shows it: pretty JSON, cut at {@link maxShownChars}, then a
  * line saying how to get all of it (`whole` is the command printing the whole value).
  */
-export const shownJson = (value: unknown, whole: string): Html => {
+export const shownJson = (value: unknown, whole: string, link?: string): Html => {
   const shown = prettyJson(value, { maxChars: maxShownChars })
-  return html`<pre>${shown.text}${shown.truncated ? "…" : ""}</pre>${shown.truncated ? cutNote(`the first ${count(maxShownChars)} characters`, whole) : ""}`
+  return html`<pre>${shown.text}${shown.truncated ? "…" : ""}</pre>${shown.truncated ? cutNote(`the first ${count(maxShownChars)} characters`, whole, link) : ""}`
 }
 
 /** Text cut at `max` characters, with `…` when it was longer. */
@@ -78,9 +79,9 @@ export const maxListedRows = 200
 export const edges = <A>(rows: ReadonlyArray<A>): ReadonlyArray<A | "gap"> =>
   rows.length <= maxListedRows ? rows : [...rows.slice(0, maxListedRows / 2), "gap", ...rows.slice(-maxListedRows / 2)]
 
-/** The line under a cut value. */
-export const cutNote = (shown: string, whole: string): Html =>
-  html`<p class="muted small">Showing ${shown}; <code>${whole}</code> prints the whole value.</p>`
+/** The line under a cut value (with a link to the whole value as JSON, when the dashboard serves it). */
+export const cutNote = (shown: string, whole: string, link?: string): Html =>
+  html`<p class="muted small">Showing ${shown}; <code>${whole}</code> prints the whole value${link ? html` (or open <a href="${link}">the whole value as JSON</a>)` : ""}.</p>`
 
 /** A number with thousands separators. */
 export const count = (n: number): string => n.toLocaleString("en-US")

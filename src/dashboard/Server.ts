@@ -11,7 +11,7 @@ import { Cause, Clock, Data, Effect } from "effect"
 import { cancelExecution, pauseSchedule, resumeSchedule, retryExecution, runSchedule } from "./Actions.ts"
 import type { Handler, HandlerError, RequestContext, Services } from "./Http.ts"
 import { errorPage, redirect, text } from "./Http.ts"
-import { executionDetail } from "./pages/Execution.ts"
+import { executionDetail, executionValue } from "./pages/Execution.ts"
 import { executionsList } from "./pages/Executions.ts"
 import { login, loginPage, logout } from "./pages/Login.ts"
 import { overview } from "./pages/Overview.ts"
@@ -52,6 +52,7 @@ const routes: ReadonlyArray<Route> = [
   { method: "GET", pattern: /^\/$/, handler: overview },
   { method: "GET", pattern: /^\/executions$/, handler: executionsList },
   { method: "GET", pattern: /^\/executions\/([^/]+)$/, handler: executionDetail },
+  { method: "GET", pattern: /^\/executions\/([^/]+)\/(payload|result)\.json$/, handler: executionValue },
   { method: "POST", pattern: /^\/executions\/([^/]+)\/retry$/, handler: retryExecution },
   { method: "POST", pattern: /^\/executions\/([^/]+)\/cancel$/, handler: cancelExecution },
   { method: "GET", pattern: /^\/schedules$/, handler: schedulesList },

@@ -250,6 +250,16 @@ describe("nesting is bounded at enqueue, and what any page renders is bounded", 
     expect(bigHtml.length).toBeLessThan(300_000)
     expect(bigHtml).toContain(`roster executions show ${big} --json</code> prints the whole value`)
     expect(bigHtml).toContain(`roster executions logs ${big}</code> prints the whole value`)
+    // The whole value is also one click away, as a JSON document a browser shows as text.
+    expect(bigHtml).toContain(`<a href="/executions/${big}/payload.json">the whole value as JSON</a>`)
+    for (const [id, which, expected] of [[big, "payload", { data: "x".repeat(900_000), logChars: 50_000 }], [big, "result", "x".repeat(900_000)], [deep, "payload", JSON.parse(deepText)]] as const) {
+      const r = await fetch(`${url}/executions/${id}/${which}.json`)
+      expect(r.status).toBe(200)
+      expect(r.headers.get("content-type")).toBe("application/json; charset=utf-8")
+      expect(r.headers.get("x-content-type-options")).toBe("nosniff")
+      expect(JSON.stringify(JSON.parse(await r.text()))).toBe(JSON.stringify(expected))
+    }
+    expect((await fetch(`${url}/executions/nope/result.json`)).status).toBe(404)
 
     // 500 attempts and 500 steps of 20,000 characters each (20 MB): the first and last 100 of each, cut at 2,000.
     const db = s.sqlite()

@@ -9,13 +9,15 @@
 import { Effect } from "effect"
 import { ExecutionNotFound } from "../../jobs/errors.ts"
 import { Client } from "../../runtime/Client.ts"
-import type { Attempt, Execution } from "../../store/Execution.ts"
+import { documentJson } from "../../jobs/JsonText.ts"
+import { type Attempt, type Execution, UnparsedPayload } from "../../store/Execution.ts"
 import { Store } from "../../store/Store.ts"
 import { badge, executionLink, listLink, postButton } from "../Components.ts"
 import { clip, clockTime, count, cutNote, duration, edges, maxListedChars, maxListedRows, maxLogLineChars, maxShownChars, relative, shownJson, shownText, when } from "../Format.ts"
 import type { Handler } from "../Http.ts"
 import { renderPage } from "../Http.ts"
 import { html, q, type Fragment } from "../Html.ts"
+import { securityHeaders } from "../Security.ts"
 
 const row = (label: string, value: Fragment) => html`<tr><th>${label}</th><td>${value}</td></tr>`
 
@@ -33,6 +35,21 @@ const gapRow = (columns: number, total: number, what: string, id: string) =>
 const logEdge = 500
 
 const levelClass = (level: string) => (/error|fatal/i.test(level) ? "log-error" : /warn/i.test(level) ? "log-warn" : "")
+
+/**
+ * GET /executions/:id/payload.json and /result.json: the whole value as a JSON document
+ * (what a page cuts), with the dashboard's security headers and `nosniff`, so a browser
+ * shows it as text and never runs it.
+ */
+export const executionValue: Handler = (_ctx, [id = "", which = "payload"]) =>
+  Effect.gen(function*() {
+    const e = yield* (yield* Store).executionsGet(id)
+    if (!e) return yield* new ExecutionNotFound({ id, message: `No execution ${id}.` })
+    const value = which === "result" ? e.result : e.payload
+    return new Response(documentJson(value instanceof UnparsedPayload ? value.text : value) + "\n", {
+      headers: { ...securityHeaders, "content-type": "application/json; charset=utf-8" }
+    })
+  })
 
 /** GET /executions/:id */
 export const executionDetail: Handler = (ctx, [id = ""]) =>
@@ -82,8 +99,8 @@ ${e.state === "running" ? row("Lease", html`<span class="mono small">${e.leaseOw
 ${e.error ? html`<div class="card"><h2>Error</h2><p><strong>${e.error.tag}</strong>: ${clip(e.error.message, maxShownChars)} <span class="muted small">(${e.error.retryable ? "retryable" : "permanent"})</span></p>
 ${e.error.pretty ? html`<details><summary>Cause</summary>${shownText(e.error.pretty, whole)}</details>` : ""}</div>` : ""}
 <div class="grid" style="margin-bottom:16px">
-<div class="card"><h2>Payload</h2>${shownJson(e.payload, whole)}</div>
-<div class="card"><h2>Result</h2>${e.result === null ? html`<p class="muted">None${e.finishedAt === null ? " yet" : ""}.</p>` : shownJson(e.result, whole)}</div>
+<div class="card"><h2>Payload</h2>${shownJson(e.payload, whole, `${base}/payload.json`)}</div>
+<div class="card"><h2>Result</h2>${e.result === null ? html`<p class="muted">None${e.finishedAt === null ? " yet" : ""}.</p>` : shownJson(e.result, whole, `${base}/result.json`)}</div>
 </div>
 <div class="card"><h2>Attempts</h2>${attempts.length === 0 ? html`<p class="muted">No attempt has run yet.</p>` : html`<table>
 <thead><tr><th class="num">#</th><th>Outcome</th><th>Worker</th><th>Started</th><th class="num">Took</th><th>Error</th></tr></thead>
