@@ -56,12 +56,13 @@ describe("times outside 1970-01-01 to 9999-12-31 are refused at every entry", ()
     await expectAllRan(s, [...acknowledged, parseJsonOutput(keyed).id])
   }, 60_000)
 
-  test("a studio schedule whose next fire would pass 9999, or whose id is over 200 characters, is refused", async () => {
+  test("a studio schedule whose next fire would pass 9999, whose id is over 200 characters or whose payload nests too deep is refused", async () => {
     const s = scratch()
     const create = ["schedules", "create", "--id", "demo/far", "--job", "demo/noop", "--payload", '{"n":1}']
     expectRefused(await s.run([...create, "--every-ms", String(farFuture)]), /schedule "demo\/far": --every-ms must be at most 100 years/)
     const longId = `demo/${"a".repeat(196)}`
     expectRefused(await s.run([...create.slice(0, 2), "--id", longId, ...create.slice(4), "--every-ms", "60000"]), /id must be at most 200 characters, got 201/)
+    expectRefused(await s.run([...create.slice(0, 6), "--payload", JSON.stringify({ n: 1, x: nested(100) }), "--every-ms", "60000"]), /schedule "demo\/far": payload for demo\/noop nests deeper than 64 levels/)
     expect(s.count("SELECT COUNT(*) FROM roster_schedules WHERE source = 'studio'")).toBe(0)
   }, 60_000)
 
