@@ -7,7 +7,7 @@
  * outruns the store the mailbox is full: the line is dropped, counted per attempt, and
  * the count is written with the next batch — the handler is never blocked.
  */
-import { Cause, Effect, Logger, Metric, Queue, References } from "effect"
+import { Cause, Effect, Logger, Queue, References } from "effect"
 import type { LogDrops, LogLine } from "../store/Execution.ts"
 import { Store } from "../store/Store.ts"
 import * as Metrics from "./Metrics.ts"
@@ -46,7 +46,7 @@ export const make = Effect.fnUntraced(function*(options: { readonly capacity?: n
     const pending = [...drops.values()]
     drops.clear()
     if (lines.length === 0 && pending.length === 0) return
-    if (pending.length > 0) yield* Metric.update(Metrics.droppedLogLines, pending.reduce((n, d) => n + d.dropped, 0))
+    if (pending.length > 0) yield* Metrics.logLinesDropped(pending.reduce((n, d) => n + d.dropped, 0))
     yield* store.logsAppend({ lines, drops: pending }).pipe(
       Effect.catchTag("StoreError", (e) =>
         Effect.sync(() => {

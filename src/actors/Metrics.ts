@@ -1,10 +1,15 @@
 /**
- * Roster's Effect metrics, defined in one place so every actor counts the same way
- * and the Prometheus exporter (issue 4) has one list to read.
+ * Roster's instrumentation, in one place (like Oban's engine wraps every call in
+ * telemetry): the Effect metrics, the one function per event that updates them, and
+ * {@link instrumentStore}, which wraps the Store once where it is built so every store
+ * operation is counted and timed without the actors that call it knowing. Actors call
+ * the event functions below; nothing else in `src` updates a metric. The Prometheus
+ * endpoint (runtime/MetricsExporter.ts) renders whatever these hold.
  */
-import { Metric } from "effect"
+import { Clock, Context, Effect, Exit, Layer, Metric } from "effect"
+import { Store } from "../store/Store.ts"
 
-/** Finished attempts, with attributes job, queue and outcome. */
+/** Finished attempts, with attributes job, outcome and queue. */
 export const executions = Metric.counter("roster_executions_total", {
   description: "attempts finished, by job, queue and outcome",
   incremental: true
@@ -33,3 +38,115 @@ export const droppedLogLines = Metric.counter("roster_dropped_log_lines_total", 
   description: "handler log lines dropped under back-pressure",
   incremental: true
 })
+
+/** Stray errors caught by the process guard, with attribute kind (rejection | exception). */
+export const strayErrors = Metric.counter("roster_stray_errors_total", {
+  description: "Errors that escaped every handler (unhandled rejections, exceptions thrown from timers), logged and survived"
+})
+
+/** Executions per queue and state (queued, running), from the store at scrape time. */
+export const queueDepth = Metric.gauge("roster_queue_depth", {
+  description: "executions per queue and state (queued, running), read from the store at scrape time"
+})
+
+/** Age of the oldest queued execution that is due, per queue, in milliseconds (0 when none). */
+export const oldestDueAge = Metric.gauge("roster_queue_oldest_due_age_ms", {
+  description: "age of the oldest due queued execution per queue in milliseconds (0 when none)"
+})
+
+/** Store operations, with attributes operation (the Store method) and outcome (ok | error). */
+export const storeOperations = Metric.counter("roster_store_operations_total", {
+  description: "store operations, by operation and outcome (ok, error)",
+  incremental: true
+})
+
+/** Store operation duration in milliseconds, with attribute operation. */
+export const storeDurations = Metric.histogram("roster_store_operation_duration_ms", {
+  description: "store operation duration in milliseconds, by operation",
+  boundaries: Metric.exponentialBoundaries({ start: 1, factor: 4, count: 8 })
+})
+
+/** Attributed metrics are made once per series, not once per event. */
+const memo = <M>(make: (key: string) => M): (key: string) => M => {
+  const cache = new Map<string, M>()
+  return (key) => {
+    let m = cache.get(key)
+    if (m === undefined) cache.set(key, (m = make(key)))
+    return m
+  }
+}
+
+const executionSeries = memo((key) => {
+  const [job, queue, outcome] = key.split("\u0000") as [string, string, string]
+  // Attributes in name order, so the exposition's labels read job, outcome, queue.
+  return Metric.withAttributes(executions, { job, outcome, queue })
+})
+
+/** One attempt finished with `outcome` (succeeded, retry, failed, cancelled, released, lost) after `ms` of handler time. */
+export const attemptFinished = (job: string, queue: string, outcome: string, ms: number): Effect.Effect<void> =>
+  Effect.andThen(Metric.update(executionSeries(`${job}\u0000${queue}\u0000${outcome}`), 1), Metric.update(durations, ms))
+
+/** A Reaper recovered `n` expired leases. */
+export const leasesRecovered = (n: number): Effect.Effect<void> => (n > 0 ? Metric.update(leaseRecoveries, n) : Effect.void)
+
+const restartSeries = memo((actor) => Metric.withAttributes(actorRestarts, { actor }))
+
+/** supervise() restarted the actor `actor` after a crash. */
+export const actorRestarted = (actor: string): Effect.Effect<void> => Metric.update(restartSeries(actor), 1)
+
+/** The LogSink dropped `n` handler log lines. */
+export const logLinesDropped = (n: number): Effect.Effect<void> => Metric.update(droppedLogLines, n)
+
+/** The process guard caught a stray error. */
+export const strayError = (kind: "rejection" | "exception"): Effect.Effect<void> => Metric.update(Metric.withAttributes(strayErrors, { kind }), 1)
+
+/** The queue gauges of one queue, read from the store at scrape time. */
+export const queueObserved = (queue: string, stats: { readonly queued: number; readonly running: number; readonly oldestDueAgeMs: number }): Effect.Effect<void> =>
+  Effect.all([
+    Metric.update(Metric.withAttributes(queueDepth, { queue, state: "queued" }), stats.queued),
+    Metric.update(Metric.withAttributes(queueDepth, { queue, state: "running" }), stats.running),
+    Metric.update(Metric.withAttributes(oldestDueAge, { queue }), stats.oldestDueAgeMs)
+  ], { discard: true })
+
+/** Exposes the unlabelled counters at 0, so rate() works before the first event. */
+export const exposeCounters: Effect.Effect<void> = Effect.andThen(Metric.update(leaseRecoveries, 0), Metric.update(droppedLogLines, 0))
+
+// Long-running or final: a duration would measure the process's life, not an operation.
+const untimed: ReadonlySet<string> = new Set(["watchChanges", "close"])
+
+const storeSeries = memo((key) => {
+  const [operation, outcome] = key.split("\u0000") as [string, string]
+  return Metric.withAttributes(storeOperations, { operation, outcome })
+})
+const storeDurationSeries = memo((operation) => Metric.withAttributes(storeDurations, { operation }))
+
+const timed = <A, E, R>(operation: string, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.flatMap(Clock.currentTimeMillis, (start) =>
+    Effect.onExit(effect, (exit) =>
+      Effect.flatMap(Clock.currentTimeMillis, (end) =>
+        Effect.andThen(
+          Metric.update(storeSeries(`${operation}\u0000${Exit.isSuccess(exit) ? "ok" : "error"}`), 1),
+          Metric.update(storeDurationSeries(operation), end - start)
+        ))))
+
+/** The Store with every operation counted (by outcome) and timed; the operations themselves are unchanged. */
+export const instrumentStore = (store: Store["Service"]): Store["Service"] => {
+  const wrapped: Record<string, unknown> = {}
+  for (const [operation, op] of Object.entries(store)) {
+    wrapped[operation] = untimed.has(operation)
+      ? op
+      : Effect.isEffect(op)
+      ? timed(operation, op as Effect.Effect<unknown, unknown>)
+      : typeof op === "function"
+      ? (...args: Array<unknown>) => {
+        const r = (op as (...a: Array<unknown>) => unknown)(...args)
+        return Effect.isEffect(r) ? timed(operation, r) : r
+      }
+      : op
+  }
+  return wrapped as Store["Service"]
+}
+
+/** A Store Layer whose Store is {@link instrumentStore}d; every other service it provides is left as it is. */
+export const layerInstrumented = <A, E, R>(layer: Layer.Layer<A | Store, E, R>): Layer.Layer<A | Store, E, R> =>
+  Layer.flatMap(layer, (context) => Layer.succeedContext(Context.add(context, Store, instrumentStore(Context.get(context, Store)))))

@@ -4,7 +4,7 @@
  * `lease expired`, which counts as an attempt. The outcome is fenced on the dead
  * lease's owner and attempt, so two Reapers racing recover an execution once.
  */
-import { Clock, Effect, Metric, Random } from "effect"
+import { Clock, Effect, Random } from "effect"
 import type { Registry } from "../jobs/Registry.ts"
 import * as Failure from "../jobs/Failure.ts"
 import { Store } from "../store/Store.ts"
@@ -30,7 +30,7 @@ export const sweep = Effect.fnUntraced(function*(options: { readonly registry: R
       yield* Effect.logWarning(`recovered ${e.id} (${e.job}) from ${e.leaseOwner}: lease expired; ${fate.kind === "retry" ? "will retry" : "failed"}`)
     }
   }
-  if (recovered > 0) yield* Metric.update(Metrics.leaseRecoveries, recovered)
+  yield* Metrics.leasesRecovered(recovered)
   return recovered
 })
 

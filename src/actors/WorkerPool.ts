@@ -15,7 +15,7 @@
  * - `timeout`  (the sweeper's own) the Job's timeout passed: the attempt fails with JobTimeout.
  * Once a fiber is recording, interrupts no longer apply: the outcome is already on its way.
  */
-import { Cause, Clock, Context, Effect, Fiber, FiberSet, Logger, Metric, Queue, Random, References, Schema } from "effect"
+import { Cause, Clock, Context, Effect, Fiber, FiberSet, Logger, Queue, Random, References, Schema } from "effect"
 import type { Job } from "../jobs/Job.ts"
 import type { Registry } from "../jobs/Registry.ts"
 import * as RetryPolicy from "../jobs/RetryPolicy.ts"
@@ -105,17 +105,6 @@ export const make = Effect.fnUntraced(function*(options: {
   const fibers = yield* FiberSet.make()
   // Loggers of every execution: the process's own plus the LogSink's capture logger, built once.
   const loggers = logSink === undefined ? undefined : new Set([...(yield* Logger.CurrentLoggers), logSink.logger])
-  // The executions counter with its attributes, built once per job, queue and outcome.
-  const counters = new Map<string, Map<string, Map<string, Metric.Counter<number>>>>()
-  const counterFor = (job: string, queue: string, outcome: string) => {
-    let byQueue = counters.get(job)
-    if (!byQueue) counters.set(job, (byQueue = new Map()))
-    let byOutcome = byQueue.get(queue)
-    if (!byOutcome) byQueue.set(queue, (byOutcome = new Map()))
-    let c = byOutcome.get(outcome)
-    if (!c) byOutcome.set(outcome, (c = Metric.withAttributes(Metrics.executions, { job, queue, outcome })))
-    return c
-  }
   const slots = new Map<string, Slot>()
 
   // The timeout sweeper: `sweepAt` is when it next looks (Infinity: nothing to watch).
@@ -199,8 +188,7 @@ export const make = Effect.fnUntraced(function*(options: {
         const now = yield* Clock.currentTimeMillis
         const random = exit._tag === "Failure" ? yield* Random.next : 0
         const outcome = outcomeOf(job, execution, exit, slot, now, random)
-        yield* Metric.update(counterFor(execution.job, execution.queue, outcome?.kind ?? "lost"), 1)
-        yield* Metric.update(Metrics.durations, now - started)
+        yield* Metrics.attemptFinished(execution.job, execution.queue, outcome?.kind ?? "lost", now - started)
         if (outcome === null) {
           yield* Effect.logWarning(`lease on ${execution.id} (${execution.job}) was lost; the outcome is dropped`)
           return

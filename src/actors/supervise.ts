@@ -8,8 +8,8 @@
  * failing with that cause so the owner can stop the process. The loop body is
  * annotated with the actor's name so every log line says who wrote it.
  */
-import { Cause, Clock, Effect, Exit, Metric } from "effect"
-import { actorRestarts } from "./Metrics.ts"
+import { Cause, Clock, Effect, Exit } from "effect"
+import * as Metrics from "./Metrics.ts"
 
 /** Options of {@link supervise}. */
 export interface SuperviseOptions {
@@ -37,7 +37,6 @@ export const supervise = <E, R>(name: string, loop: Effect.Effect<void, E, R>, o
     let restarts = 0
     const initial = options.initialBackoffMs ?? 100
     const max = options.maxBackoffMs ?? 10_000
-    const counter = Metric.withAttributes(actorRestarts, { actor: name })
     const healthy = options.healthyMs ?? 60_000
     while (true) {
       const startedAt = yield* Clock.currentTimeMillis
@@ -52,7 +51,7 @@ export const supervise = <E, R>(name: string, loop: Effect.Effect<void, E, R>, o
       if ((yield* Clock.currentTimeMillis) - startedAt >= healthy) restarts = 0
       restarts++
       options.onRestart?.(restarts, exit.cause)
-      yield* Metric.update(counter, 1)
+      yield* Metrics.actorRestarted(name)
       const backoff = Math.min(max, initial * Math.pow(2, restarts - 1))
       const crashed = `actor ${name} crashed (restart ${restarts}, next in ${backoff} ms)`
       // A typed failure (the store is full or locked) is one line; a defect keeps its stack.

@@ -9,21 +9,15 @@
  * whole store, not this worker: every worker reports the same values, so aggregate
  * them with `max`, not `sum`. A queue seen once keeps being reported (as 0) after its
  * executions are gone, so a series never just disappears.
+ *
+ * The text is Effect's own `PrometheusMetrics.format`; the server is `Bun.serve`, not
+ * `PrometheusMetrics.layerHttp`, which needs an `HttpRouter` and a platform HTTP server
+ * the worker does not otherwise run.
  */
-import { Clock, Data, Effect, Metric } from "effect"
+import { Clock, Data, Effect } from "effect"
+import { PrometheusMetrics } from "effect/observability"
 import * as Metrics from "../actors/Metrics.ts"
 import { Store } from "../store/Store.ts"
-import { render } from "./MetricsText.ts"
-
-/** Executions per queue and state (queued, running), from the store at scrape time. */
-export const queueDepth = Metric.gauge("roster_queue_depth", {
-  description: "executions per queue and state (queued, running), read from the store at scrape time"
-})
-
-/** Age of the oldest queued execution that is due, per queue, in milliseconds (0 when none). */
-export const oldestDueAge = Metric.gauge("roster_queue_oldest_due_age_ms", {
-  description: "age of the oldest due queued execution per queue in milliseconds (0 when none)"
-})
 
 /** The metrics endpoint could not start (e.g. the port is taken). */
 export class MetricsServerError extends Data.TaggedError("MetricsServerError")<{ readonly message: string }> {}
@@ -42,9 +36,7 @@ export interface MetricsServerOptions {
 export const makeScrape = Effect.fnUntraced(function*() {
   const store = yield* Store
   const seen = new Set<string>()
-  // Unlabelled counters are exposed from the start (at 0), so rate() works before the first event.
-  yield* Metric.update(Metrics.leaseRecoveries, 0)
-  yield* Metric.update(Metrics.droppedLogLines, 0)
+  yield* Metrics.exposeCounters
   return Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const stats = yield* store.executionsQueueStats({ now }).pipe(
@@ -56,12 +48,14 @@ export const makeScrape = Effect.fnUntraced(function*() {
       for (const s of stats) seen.add(s.queue)
       for (const queue of seen) {
         const s = byQueue.get(queue)
-        yield* Metric.update(Metric.withAttributes(queueDepth, { queue, state: "queued" }), s?.counts.queued ?? 0)
-        yield* Metric.update(Metric.withAttributes(queueDepth, { queue, state: "running" }), s?.counts.running ?? 0)
-        yield* Metric.update(Metric.withAttributes(oldestDueAge, { queue }), s?.oldestDueAt == null ? 0 : Math.max(0, now - s.oldestDueAt))
+        yield* Metrics.queueObserved(queue, {
+          queued: s?.counts.queued ?? 0,
+          running: s?.counts.running ?? 0,
+          oldestDueAgeMs: s?.oldestDueAt == null ? 0 : Math.max(0, now - s.oldestDueAt)
+        })
       }
     }
-    return render(yield* Metric.snapshot)
+    return yield* PrometheusMetrics.format()
   })
 })
 

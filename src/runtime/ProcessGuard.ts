@@ -7,13 +7,9 @@
  * and counted, and every other execution carries on. The CLI's long-running commands
  * install it for their lifetime; an app embedding Roster keeps its own process policy.
  */
-import { Context, Effect, Metric } from "effect"
+import { Context, Effect } from "effect"
+import * as Metrics from "../actors/Metrics.ts"
 import { currentExecution } from "../actors/StrayErrors.ts"
-
-/** Stray errors caught by the guard, with attribute kind (rejection | exception). */
-export const strayErrors = Metric.counter("roster_stray_errors_total", {
-  description: "Errors that escaped every handler (unhandled rejections, exceptions thrown from timers), logged and survived"
-})
 
 const describe = (error: unknown): string => (error instanceof Error ? error.stack ?? `${error.name}: ${error.message}` : String(error))
 
@@ -25,7 +21,7 @@ export const install = Effect.gen(function*() {
     const where = executionId === undefined ? "its execution cannot be known" : `from execution ${executionId}`
     const log = Effect.logError(`${kind === "rejection" ? "unhandled promise rejection" : "uncaught exception"} (${where}); the worker carries on`, describe(error)).pipe(
       executionId === undefined ? (e) => e : Effect.annotateLogs("executionId", executionId),
-      Effect.andThen(Metric.update(Metric.withAttributes(strayErrors, { kind }), 1))
+      Effect.andThen(Metrics.strayError(kind))
     )
     Effect.runForkWith(context as Context.Context<never>)(log)
   }

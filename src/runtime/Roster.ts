@@ -10,6 +10,7 @@
  * same environment use one database.
  */
 import { Effect, Exit, Layer, ManagedRuntime, Scope } from "effect"
+import * as Metrics from "../actors/Metrics.ts"
 import { AlreadyRunning, InvalidDefinition, RosterClosed } from "../jobs/errors.ts"
 import type { Requirements } from "../jobs/Job.ts"
 import type { Registry } from "../jobs/Registry.ts"
@@ -46,8 +47,8 @@ export const databaseOf = (config: RosterConfig): string => config.db ?? "roster
 /** The Store Layer for a config: SQLite for a path, PostgreSQL for a postgres:// URL. */
 export const layerStore = (config: RosterConfig): Layer.Layer<Store | ScheduleStore, StoreError> => {
   const db = databaseOf(config)
-  if (isPostgresUrl(db)) return layerPostgres({ url: db })
-  return layerSqliteStores({ path: db, synchronous: config.synchronous ?? "FULL" })
+  // Instrumented here, where the Store is built, so every operation is counted and timed once (actors/Metrics.ts).
+  return Metrics.layerInstrumented(isPostgresUrl(db) ? layerPostgres({ url: db }) : layerSqliteStores({ path: db, synchronous: config.synchronous ?? "FULL" }))
 }
 
 /** Store + Core + Client for a config and an already-built Registry (the config is used as given). */

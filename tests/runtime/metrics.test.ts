@@ -1,12 +1,16 @@
 /**
- * Metrics: Effect metric snapshots render in the Prometheus text format, and a real
+ * Metrics: Effect metrics render in the Prometheus text format (Effect's own
+ * PrometheusMetrics, which the endpoint serves), every store operation is counted and
+ * timed by the one instrumented Store, and a real
  * `roster worker --metrics-port 0` serves them at /metrics on 127.0.0.1 with the
  * executions counted per job, queue and outcome, the duration histogram and the queue
  * gauges read from the store.
  */
 import { describe, expect, test } from "bun:test"
 import { Effect, Metric } from "effect"
-import { render } from "../../src/runtime/MetricsText.ts"
+import { PrometheusMetrics } from "effect/observability"
+import * as Metrics from "../../src/actors/Metrics.ts"
+import { type Store, StoreError } from "../../src/store/Store.ts"
 import { demoApps, tail, useScratch, waitFor } from "../support/processes.ts"
 
 /** The samples of an exposition text: `name{labels}` → value. */
@@ -21,16 +25,16 @@ const parse = (text: string): Map<string, number> => {
 }
 
 describe("Prometheus text format", () => {
-  test("counters, gauges and histograms render with HELP, TYPE, sorted labels and cumulative buckets", async () => {
+  test("counters, gauges and histograms render with HELP, TYPE, labels in attribute order and cumulative buckets", async () => {
     const text = await Effect.runPromise(
       Effect.gen(function*() {
         const counter = Metric.counter("jobs_total", { description: "jobs\ndone", incremental: true })
-        yield* Metric.update(Metric.withAttributes(counter, { queue: "a", job: "x/y" }), 2)
-        yield* Metric.update(Metric.withAttributes(counter, { queue: "b\"q", job: "x/y" }), 1)
         yield* Metric.update(Metric.withAttributes(Metric.gauge("depth"), { queue: "a" }), 5)
+        yield* Metric.update(Metric.withAttributes(counter, { job: "x/y", queue: "a" }), 2)
+        yield* Metric.update(Metric.withAttributes(counter, { job: "x/y", queue: "b\"q" }), 1)
         const histogram = Metric.histogram("took_ms", { boundaries: [10, 100] })
         for (const v of [5, 50, 500]) yield* Metric.update(histogram, v)
-        return render(yield* Metric.snapshot)
+        return yield* PrometheusMetrics.format()
       }).pipe(Effect.provideService(Metric.MetricRegistry, new Map()))
     )
     expect(text).toBe([
@@ -48,6 +52,32 @@ describe("Prometheus text format", () => {
       "took_ms_count 3",
       ""
     ].join("\n"))
+  })
+})
+
+describe("the instrumented Store", () => {
+  test("counts every operation by outcome and times it, and leaves its answer as it was", async () => {
+    const fake = {
+      migrate: Effect.void,
+      executionsGet: (id: string) => Effect.succeed({ id }),
+      executionsClaim: () => Effect.fail(new StoreError({ message: "locked" }))
+    } as unknown as Store["Service"]
+    const { got, claim, samples } = await Effect.runPromise(
+      Effect.gen(function*() {
+        const store = Metrics.instrumentStore(fake)
+        yield* store.migrate
+        const got = yield* store.executionsGet("a")
+        yield* store.executionsGet("b")
+        const claim = yield* Effect.flip(store.executionsClaim({ queue: "q", jobs: ["x/y"], workerId: "w", limit: 1, now: 0, leaseMs: 1 }))
+        return { got, claim, samples: parse(yield* PrometheusMetrics.format()) }
+      }).pipe(Effect.provideService(Metric.MetricRegistry, new Map()))
+    )
+    expect(got).toEqual({ id: "a" } as never)
+    expect(claim.message).toBe("locked")
+    expect(samples.get("roster_store_operations_total{operation=\"migrate\",outcome=\"ok\"}")).toBe(1)
+    expect(samples.get("roster_store_operations_total{operation=\"executionsGet\",outcome=\"ok\"}")).toBe(2)
+    expect(samples.get("roster_store_operations_total{operation=\"executionsClaim\",outcome=\"error\"}")).toBe(1)
+    expect(samples.get("roster_store_operation_duration_ms_count{operation=\"executionsGet\"}")).toBe(2)
   })
 })
 
@@ -91,6 +121,8 @@ describe("roster worker --metrics-port", () => {
     expect(samples.get("roster_queue_oldest_due_age_ms{queue=\"default\"}")).toBe(0)
     expect(samples.get("roster_lease_recoveries_total")).toBe(0)
     expect(samples.get("roster_dropped_log_lines_total")).toBe(0)
+    expect(samples.get("roster_store_operations_total{operation=\"executionsClaim\",outcome=\"ok\"}")).toBeGreaterThan(0)
+    expect(text).toContain("# TYPE roster_store_operation_duration_ms histogram")
 
     expect((await fetch(url.replace("/metrics", "/other"))).status).toBe(404)
     worker.kill("SIGTERM")
