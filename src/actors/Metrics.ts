@@ -111,8 +111,8 @@ export const queueObserved = (queue: string, stats: { readonly queued: number; r
 /** Exposes the unlabelled counters at 0, so rate() works before the first event. */
 export const exposeCounters: Effect.Effect<void> = Effect.andThen(Metric.update(leaseRecoveries, 0), Metric.update(droppedLogLines, 0))
 
-// Long-running or final: a duration would measure the process's life, not an operation.
-const untimed: ReadonlySet<string> = new Set(["watchChanges", "close"])
+// Long-running: a duration would measure the process's life, not an operation.
+const untimed: ReadonlySet<string> = new Set(["watchChanges"])
 
 const storeSeries = memo((key) => {
   const [operation, outcome] = key.split("\u0000") as [string, string]

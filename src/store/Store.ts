@@ -196,18 +196,11 @@ export class Store extends Context.Service<Store, {
   /** An execution's log lines in order, and its drop counts. */
   readonly logsList: (executionId: string) => Effect.Effect<{ readonly lines: ReadonlyArray<LogLine>; readonly drops: ReadonlyArray<LogDrops> }, StoreError>
   /**
-   * A number that changes whenever another process commits to the store: a cheap
-   * cross-process wake-up signal (SQLite's data_version). Null when unsupported.
-   */
-  readonly changeToken: Effect.Effect<number | null, StoreError>
-  /**
    * Watches for other processes' commits until interrupted, calling `onChange` for each
    * (SQLite: polls data_version every `pollMs`; PostgreSQL: LISTEN/NOTIFY on its own
    * connection, reconnecting by itself). Wake-ups are hints: polling stays the fallback.
    */
   readonly watchChanges: (options: { readonly pollMs: number; readonly onChange: (change: StoreChange) => void }) => Effect.Effect<void, StoreError>
-  /** Closes connections. */
-  readonly close: Effect.Effect<void>
   /**
    * Per queue that has executions: counts by state, and the run_at of the oldest queued
    * execution due at `now`. Read-only; scans the table (dashboard, metrics scrapes).

@@ -14,6 +14,7 @@
  */
 import type { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
+import type { SqlError } from "effect/sql/SqlError"
 import type { ExecutionState } from "../Execution.ts"
 import type {
   RecordFireRequest,
@@ -21,9 +22,10 @@ import type {
   ScheduleSource,
   ScheduleSpec
 } from "../ScheduleStore.ts"
-import { fireKey, ScheduleStore } from "../ScheduleStore.ts"
+import { ScheduleStore } from "../ScheduleStore.ts"
 import { StoreError } from "../Store.ts"
 import { bool, type FireRow, type ScheduleRow, toFire, toSchedule } from "../ScheduleRow.ts"
+import { checksOverlap, executionToInsert, fireExecutionMoved, fireResultOf, fireWriteOf, historyPageOf, isLive, unknownFire } from "../FireRules.ts"
 import { deleteRefusal, isRefusal, notFound, pauseRefusal, planFileSync, syncResultOf, updateOf, upsertRefusal } from "../ScheduleRules.ts"
 import { insertExecutions } from "./ExecutionInsert.ts"
 import { type Int8, numOrNull } from "./PgValues.ts"
@@ -122,40 +124,24 @@ export const makePgScheduleStore = (sql: PgClient.PgClient, options: { readonly 
                last_due_at = GREATEST(COALESCE(last_due_at, ${dueAt}::int8), ${dueAt}::int8)
          WHERE id = ${scheduleId}`
 
+  /** Records one fire by FireRules, inside the caller's transaction. */
   const recordOne = (req: RecordFireRequest) =>
-    Effect.gen(function*() {
-      const row = yield* getOne(req.scheduleId)
-      if (!row || row.retired_at !== null) return { status: "unknown", outcome: null, executionId: null, inserted: false } satisfies RecordFireResult
-      let outcome = req.outcome
-      let error = req.error ?? null
-      if (outcome === "enqueued" && req.skipIfActive) {
-        const previous = yield* active(req.scheduleId)
-        if (previous) {
-          outcome = "skipped"
-          error = `overlap: previous execution ${previous.id} is still ${previous.state}`
-        }
-      }
-      const execution = outcome === "enqueued" ? req.execution : undefined
-      if (outcome === "enqueued" && !execution) {
-        return yield* new StoreError({ message: `fire of ${req.scheduleId} at ${req.dueAt} is enqueued but has no execution` })
-      }
+    Effect.gen(function*(): Effect.fn.Return<RecordFireResult, SqlError | StoreError> {
+      if (!isLive(yield* getOne(req.scheduleId))) return unknownFire
+      const write = fireWriteOf(req, checksOverlap(req) ? yield* active(req.scheduleId) : null)
+      if (write instanceof StoreError) return yield* write
       const fresh = (yield* sql`
         INSERT INTO roster_schedule_fires (schedule_id, due_at, enqueued_at, outcome, execution_id, error)
-        VALUES (${req.scheduleId}, ${req.dueAt}, ${req.now}, ${outcome}, ${execution?.id ?? null}, ${error})
+        VALUES (${req.scheduleId}, ${req.dueAt}, ${req.now}, ${write.outcome}, ${write.execution?.id ?? null}, ${write.error})
         ON CONFLICT DO NOTHING RETURNING 1 AS one`).length === 1
       yield* advance(req.scheduleId, req.nextDueAt, req.dueAt)
-      if (!fresh) return { status: "duplicate", outcome: null, executionId: null, inserted: false } satisfies RecordFireResult
-      if (!execution) return { status: "recorded", outcome, executionId: null, inserted: false } satisfies RecordFireResult
-      const [inserted] = yield* insertExecutions(sql, [{
-        ...execution,
-        idempotencyKey: fireKey(req.scheduleId, req.dueAt),
-        scheduleId: req.scheduleId,
-        fireAt: req.dueAt
-      }], { origin: "" }) // no origin: wake every process, this one too
-      if (inserted!.id !== execution.id) {
-        yield* sql`UPDATE roster_schedule_fires SET execution_id = ${inserted!.id} WHERE schedule_id = ${req.scheduleId} AND due_at = ${req.dueAt}`
+      const execution = executionToInsert(write, fresh)
+      // No origin: wake every process, this one too.
+      const inserted = execution && (yield* insertExecutions(sql, [execution], { origin: "" }))[0]
+      if (fireExecutionMoved(write, inserted)) {
+        yield* sql`UPDATE roster_schedule_fires SET execution_id = ${inserted.id} WHERE schedule_id = ${req.scheduleId} AND due_at = ${req.dueAt}`
       }
-      return { status: "recorded", outcome, executionId: inserted!.id, inserted: inserted!.inserted } satisfies RecordFireResult
+      return fireResultOf(write, fresh, inserted)
     })
 
   const recordMany = (reqs: ReadonlyArray<RecordFireRequest>) => locked(Effect.forEach(reqs, recordOne))
@@ -194,13 +180,15 @@ export const makePgScheduleStore = (sql: PgClient.PgClient, options: { readonly 
          WHERE id = ${req.id}`)),
     schedulesRecordFire: (req) => op("record fire", Effect.map(recordMany([req]), (results) => results[0]!)),
     schedulesRecordFires: (reqs) => (reqs.length === 0 ? Effect.succeed([]) : op("record fires", recordMany(reqs))),
-    schedulesHistory: (req) =>
-      op("read schedule history", Effect.map(
+    schedulesHistory: (req) => {
+      const page = historyPageOf(req)
+      return op("read schedule history", Effect.map(
         sql<FireRow>`
-          SELECT * FROM roster_schedule_fires WHERE schedule_id = ${req.scheduleId} AND due_at < ${req.before ?? Number.MAX_SAFE_INTEGER}
-           ORDER BY due_at DESC LIMIT ${Math.max(1, Math.min(req.limit, 10_000))}`,
+          SELECT * FROM roster_schedule_fires WHERE schedule_id = ${req.scheduleId} AND due_at < ${page.before}
+           ORDER BY due_at DESC LIMIT ${page.limit}`,
         (rows) => rows.map(toFire)
-      )),
+      ))
+    },
     schedulesActiveExecution: (scheduleId) => op("find active execution", active(scheduleId)),
     leaseAcquire: (req) =>
       op("acquire lease", Effect.map(

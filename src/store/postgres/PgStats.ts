@@ -10,8 +10,9 @@
 import type { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
 import type { SqlError } from "effect/sql/SqlError"
-import { type ExecutionState, states } from "../Execution.ts"
-import type { QueueStats, Store, StoreError, ThroughputBucket } from "../Store.ts"
+import type { ExecutionState } from "../Execution.ts"
+import { bucketMsOf, queueStatsOf } from "../ExecutionRules.ts"
+import type { Store, StoreError, ThroughputBucket } from "../Store.ts"
 import { type Int8, num } from "./PgValues.ts"
 
 /** Runs a store operation (retry while unavailable, errors mapped): the Store's own helper. */
@@ -21,21 +22,15 @@ export type Operation = <A, E>(what: string, effect: Effect.Effect<A, E>) => Eff
 export const makePgStats = (sql: PgClient.PgClient, op: Operation): Pick<Store["Service"], "executionsQueueStats" | "executionsThroughput"> => ({
   executionsQueueStats: (req) =>
     op("read queue stats", Effect.gen(function*() {
-      const byQueue = new Map<string, { counts: Record<ExecutionState, number>; oldestDueAt: number | null }>()
-      const entry = (queue: string) => {
-        let e = byQueue.get(queue)
-        if (!e) byQueue.set(queue, (e = { counts: Object.fromEntries(states.map((s) => [s, 0])) as Record<ExecutionState, number>, oldestDueAt: null }))
-        return e
-      }
-      for (const r of yield* sql<{ queue: string; state: ExecutionState; n: number }>`
-        SELECT queue, state, COUNT(*)::int AS n FROM roster_executions GROUP BY queue, state`) entry(r.queue).counts[r.state] = r.n
-      for (const r of yield* sql<{ queue: string; at: Int8 }>`
-        SELECT queue, MIN(run_at) AS at FROM roster_executions WHERE state = 'queued' AND run_at <= ${req.now} GROUP BY queue`) entry(r.queue).oldestDueAt = num(r.at)
-      return [...byQueue.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([queue, e]): QueueStats => ({ queue, ...e }))
+      const counts = yield* sql<{ queue: string; state: ExecutionState; n: number }>`
+        SELECT queue, state, COUNT(*)::int AS n FROM roster_executions GROUP BY queue, state`
+      const oldest = yield* sql<{ queue: string; at: Int8 }>`
+        SELECT queue, MIN(run_at) AS at FROM roster_executions WHERE state = 'queued' AND run_at <= ${req.now} GROUP BY queue`
+      return queueStatsOf(counts, oldest.map((r) => ({ queue: r.queue, at: num(r.at) })))
     })),
   executionsThroughput: (req) => {
     const since = req.since
-    const bucketMs = Math.max(1, Math.floor(req.bucketMs))
+    const bucketMs = bucketMsOf(req.bucketMs)
     return op("read throughput", Effect.map(
       sql<{ queue: string; at: Int8; succeeded: number; failed: number }>`
         SELECT queue, ${since}::int8 + ((finished_at - ${since}::int8) / ${bucketMs}::int8) * ${bucketMs}::int8 AS at,

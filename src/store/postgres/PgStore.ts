@@ -25,11 +25,11 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Clock, Context, Effect, Exit, Layer, Scope } from "effect"
-import type { Attempt, Execution, ExecutionState, LogDrops, LogLine, Step } from "../Execution.ts"
-import { states } from "../Execution.ts"
-import { byClaimOrder, parseJson, toExecution, type ExecutionRow } from "../ExecutionRow.ts"
+import type { ExecutionState, LogDrops, LogLine } from "../Execution.ts"
+import { type AttemptRow, byClaimOrder, type ExecutionRow, type LogDropsRow, type LogRow, type StepRow, toAttempt, toExecution, toLogDrops, toLogLine, toStep } from "../ExecutionRow.ts"
+import { attemptOutcomeOf, cancelOf, claimsNothing, countsOf, errorTextOf, expiredBeforeOf, filterClauses, pageLimit, pruneLimit, withSucceededAttempt } from "../ExecutionRules.ts"
 import { ScheduleStore } from "../ScheduleStore.ts"
-import type { CancelResult, ExecutionFilter, Outcome } from "../Store.ts"
+import type { ExecutionFilter, Outcome } from "../Store.ts"
 import { Store, StoreError } from "../Store.ts"
 import { insertExecutions } from "./ExecutionInsert.ts"
 import * as InDoubt from "./InDoubt.ts"
@@ -45,12 +45,9 @@ import {
   type PostgresOptions,
   redactUrl
 } from "./PostgresConnection.ts"
-import { type Int8, int4Array, int8Array, num, numOrNull, textArray } from "./PgValues.ts"
+import { type Int8, int4Array, int8Array, num, textArray } from "./PgValues.ts"
 
 export type { PostgresOptions } from "./PostgresConnection.ts"
-
-/** An executions row as the driver returns it (BIGINT columns come back as bigint). */
-const emptyCounts = (): Record<ExecutionState, number> => Object.fromEntries(states.map((s) => [s, 0])) as Record<ExecutionState, number>
 
 /** What the store needs besides the client. */
 export interface PgStoreOptions {
@@ -65,8 +62,6 @@ export interface PgStoreOptions {
   /** This store's id, carried by its wake-ups so it can ignore its own. */
   readonly origin: string
   readonly reconnectWindowMs: number
-  /** Closes the pool (the Layer passes its own scope; tests may pass a no-op). */
-  readonly close: Effect.Effect<void>
 }
 
 /** Builds the PostgreSQL Store over an open, migrated client. */
@@ -95,19 +90,13 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
    * cancel ends it cancelled instead: it never runs again.
    */
   const finishOthers = (outcomes: ReadonlyArray<Exclude<Outcome, { kind: "succeeded" }>>) => {
-    const error = (o: Outcome) => ("error" in o && o.error !== null ? JSON.stringify(o.error) : null)
-    const attemptOutcome = (o: Outcome) =>
-      o.kind === "retry" ? (o.expired ? "lease_expired" : "retrying")
-      : o.kind === "failed" ? (o.expired ? "lease_expired" : "failed")
-      : o.kind === "cancelled" ? "cancelled"
-      : null
     return sql<{ ord: Int8 }>`
       WITH u AS (
         SELECT * FROM unnest(${textArray(outcomes.map((o) => o.id))}::text[], ${textArray(outcomes.map((o) => o.workerId))}::text[], ${int4Array(outcomes.map((o) => o.attempt))}::int4[],
                              ${textArray(outcomes.map((o) => o.kind))}::text[], ${int8Array(outcomes.map((o) => (o.kind === "retry" ? o.runAt : null)))}::int8[],
-                             ${textArray(outcomes.map(error))}::text[], ${int8Array(outcomes.map((o) => o.now))}::int8[],
-                             ${int8Array(outcomes.map((o) => ("startedAt" in o ? o.startedAt : null)))}::int8[], ${textArray(outcomes.map(attemptOutcome))}::text[],
-                             ${int8Array(outcomes.map((o) => ("expired" in o && o.expired === true ? o.now : null)))}::int8[])
+                             ${textArray(outcomes.map(errorTextOf))}::text[], ${int8Array(outcomes.map((o) => o.now))}::int8[],
+                             ${int8Array(outcomes.map((o) => ("startedAt" in o ? o.startedAt : null)))}::int8[], ${textArray(outcomes.map(attemptOutcomeOf))}::text[],
+                             ${int8Array(outcomes.map(expiredBeforeOf))}::int8[])
           WITH ORDINALITY AS u(id, worker, attempt, kind, run_at, error, now, started_at, outcome, expired_before, ord)
       ), done AS (
         UPDATE roster_executions AS e
@@ -124,10 +113,13 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
            -- on the locked row): a heartbeat since the Reaper listed it keeps the execution running.
            AND (u.expired_before IS NULL OR e.lease_expires_at < u.expired_before)
         RETURNING u.ord, e.id, e.queue, e.run_at, e.state, u.kind, u.worker, u.attempt, u.started_at, u.now,
-                  CASE WHEN u.outcome = 'retrying' AND e.state = 'cancelled' THEN 'cancelled' ELSE u.outcome END AS outcome, u.error
+                  u.outcome, u.error
       ), attempts AS (
         INSERT INTO roster_attempts (execution_id, attempt, worker, started_at, finished_at, outcome, error)
-        SELECT id, attempt, worker, started_at, now, outcome, error FROM done WHERE kind <> 'released'
+        SELECT id, attempt, worker, started_at, now,
+               -- ExecutionRules.endedAttemptOutcome, on the row as updated.
+               CASE WHEN outcome = 'retrying' AND state = 'cancelled' THEN 'cancelled' ELSE outcome END, error
+          FROM done WHERE kind <> 'released'
         ON CONFLICT (execution_id, attempt) DO UPDATE
           SET worker = excluded.worker, started_at = excluded.started_at, finished_at = excluded.finished_at,
               outcome = excluded.outcome, error = excluded.error
@@ -197,26 +189,14 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
   const cancelOne = (id: string, now: number) =>
     sql.withTransaction(Effect.gen(function*() {
       const [row] = yield* sql<{ state: ExecutionState }>`SELECT state FROM roster_executions WHERE id = ${id} FOR UPDATE`
-      if (!row) return null
-      if (row.state === "queued") {
-        yield* sql`UPDATE roster_executions SET state = 'cancelled', finished_at = ${now} WHERE id = ${id}`
-        return "cancelled" as CancelResult
-      }
-      if (row.state === "running") {
-        yield* sql`UPDATE roster_executions SET cancel_requested = true WHERE id = ${id}`
-        return "requested" as CancelResult
-      }
-      return "already-finished" as CancelResult
+      const cancel = cancelOf(row?.state)
+      if (cancel.write === "cancel") yield* sql`UPDATE roster_executions SET state = 'cancelled', finished_at = ${now} WHERE id = ${id}`
+      if (cancel.write === "request") yield* sql`UPDATE roster_executions SET cancel_requested = true WHERE id = ${id}`
+      return cancel.result
     }))
 
   const whereOf = (f: ExecutionFilter) => {
-    const clauses = []
-    if (f.job !== undefined) clauses.push(sql`job = ${f.job}`)
-    if (f.queue !== undefined) clauses.push(sql`queue = ${f.queue}`)
-    if (f.state !== undefined) clauses.push(sql`state = ${f.state}`)
-    if (f.since !== undefined) clauses.push(sql`created_at >= ${f.since}`)
-    if (f.scheduleId !== undefined) clauses.push(sql`schedule_id = ${f.scheduleId}`)
-    if (f.before !== undefined) clauses.push(sql`id < ${f.before}`)
+    const clauses = filterClauses(f).map((c) => sql`${sql.literal(`${c.column} ${c.op}`)} ${c.value}`)
     return clauses.length > 0 ? sql`WHERE ${sql.and(clauses)}` : sql``
   }
 
@@ -256,7 +236,7 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
   return Store.of({
     migrate: Effect.flatMap(Clock.currentTimeMillis, (now) => op("migrate", Effect.asVoid(applyMigrations(sql, { now })))),
     executionsInsert: (rows) => (rows.length === 0 ? Effect.succeed([]) : insertRetrying(rows)),
-    executionsClaim: (req) => (req.limit <= 0 || req.jobs.length === 0 ? Effect.succeed([]) : op("claim executions", claim(req))),
+    executionsClaim: (req) => (claimsNothing(req) ? Effect.succeed([]) : op("claim executions", claim(req))),
     executionsFinish: (outcomes) =>
       outcomes.length === 0
         ? Effect.succeed([])
@@ -298,17 +278,13 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
     executionsGet: (id) => op("get execution", Effect.map(getOne(id), (row) => (row ? toExecution(row) : null))),
     executionsList: (filter) =>
       op("list executions", Effect.map(
-        sql<ExecutionRow>`SELECT * FROM roster_executions ${whereOf(filter)} ORDER BY id DESC LIMIT ${Math.max(1, Math.min(filter.limit ?? 100, 10_000))}`,
+        sql<ExecutionRow>`SELECT * FROM roster_executions ${whereOf(filter)} ORDER BY id DESC LIMIT ${pageLimit(filter.limit)}`,
         (rows) => rows.map(toExecution)
       )),
     executionsCount: (filter) =>
       op("count executions", Effect.map(
         sql<{ state: ExecutionState; n: number }>`SELECT state, COUNT(*)::int AS n FROM roster_executions ${whereOf(filter)} GROUP BY state`,
-        (rows) => {
-          const counts = emptyCounts()
-          for (const r of rows) counts[r.state] = r.n
-          return counts
-        }
+        countsOf
       )),
     executionsCancel: (req) => op("cancel execution", cancelOne(req.id, req.now)),
     executionsUnknownJobs: (known) =>
@@ -322,7 +298,7 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
             SELECT id FROM roster_executions
              WHERE (state = 'succeeded' AND finished_at < ${req.succeededBefore})
                 OR (state IN ('failed', 'cancelled') AND finished_at < ${req.failedBefore})
-             LIMIT ${Math.max(0, req.limit)}
+             LIMIT ${pruneLimit(req.limit)}
           ), attempts AS (DELETE FROM roster_attempts WHERE execution_id IN (SELECT id FROM doomed)),
           steps AS (DELETE FROM roster_steps WHERE execution_id IN (SELECT id FROM doomed)),
           logs AS (DELETE FROM roster_logs WHERE execution_id IN (SELECT id FROM doomed)),
@@ -330,38 +306,17 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
           executions AS (DELETE FROM roster_executions WHERE id IN (SELECT id FROM doomed) RETURNING 1),
           -- Schedule history goes with the longer (failed) retention, as on SQLite.
           fires AS (DELETE FROM roster_schedule_fires WHERE (schedule_id, due_at) IN
-            (SELECT schedule_id, due_at FROM roster_schedule_fires WHERE due_at < ${req.failedBefore} LIMIT ${Math.max(0, req.limit)}))
+            (SELECT schedule_id, due_at FROM roster_schedule_fires WHERE due_at < ${req.failedBefore} LIMIT ${pruneLimit(req.limit)}))
           SELECT COUNT(*)::int AS n FROM executions`,
         (rows) => rows[0]?.n ?? 0
       )),
     attemptsList: (id) =>
       op("list attempts", Effect.gen(function*() {
-        const rows: Array<Attempt> = (yield* sql<{
-          execution_id: string; attempt: number; worker: string; started_at: Int8; finished_at: Int8; outcome: Attempt["outcome"]; error: string | null
-        }>`SELECT * FROM roster_attempts WHERE execution_id = ${id} ORDER BY attempt`).map((r) => ({
-          executionId: r.execution_id,
-          attempt: r.attempt,
-          worker: r.worker,
-          startedAt: num(r.started_at),
-          finishedAt: num(r.finished_at),
-          outcome: r.outcome,
-          error: parseJson(r.error) as Attempt["error"]
-        }))
-        const e = yield* getOne(id)
-        if (e && e.state === "succeeded" && !rows.some((a) => a.attempt === e.attempt)) {
-          rows.push({
-            executionId: id, attempt: e.attempt, worker: e.lease_owner ?? "", startedAt: numOrNull(e.started_at) ?? 0,
-            finishedAt: numOrNull(e.finished_at) ?? 0, outcome: "succeeded", error: null
-          })
-        }
-        return rows
+        const rows = yield* sql<AttemptRow>`SELECT * FROM roster_attempts WHERE execution_id = ${id} ORDER BY attempt`
+        return withSucceededAttempt(rows.map(toAttempt), id, yield* getOne(id))
       })),
     stepsList: (id) =>
-      op("list steps", Effect.map(
-        sql<{ execution_id: string; name: string; output: string; attempt: number; created_at: Int8 }>`
-          SELECT * FROM roster_steps WHERE execution_id = ${id} ORDER BY created_at, name`,
-        (rows) => rows.map((r): Step => ({ executionId: r.execution_id, name: r.name, output: r.output, attempt: r.attempt, createdAt: num(r.created_at) }))
-      )),
+      op("list steps", Effect.map(sql<StepRow>`SELECT * FROM roster_steps WHERE execution_id = ${id} ORDER BY created_at, name`, (rows) => rows.map(toStep))),
     stepsSave: (s) =>
       op("save step", Effect.map(
         sql`INSERT INTO roster_steps (execution_id, name, output, attempt, created_at)
@@ -371,18 +326,13 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
     logsAppend: ({ lines, drops }) => (lines.length + drops.length === 0 ? Effect.void : op("append logs", Effect.asVoid(logsAppend(lines, drops)))),
     logsList: (id) =>
       op("list logs", Effect.gen(function*() {
-        const lines = yield* sql<{ execution_id: string; attempt: number; at: Int8; level: string; message: string; annotations: string | null }>`
+        const lines = yield* sql<LogRow>`
           SELECT execution_id, attempt, at, level, message, annotations FROM roster_logs WHERE execution_id = ${id} ORDER BY seq`
-        const drops = yield* sql<{ execution_id: string; attempt: number; dropped: number }>`
+        const drops = yield* sql<LogDropsRow>`
           SELECT execution_id, attempt, dropped FROM roster_log_drops WHERE execution_id = ${id} ORDER BY attempt`
-        return {
-          lines: lines.map((r) => ({ executionId: r.execution_id, attempt: r.attempt, at: num(r.at), level: r.level, message: r.message, annotations: r.annotations })),
-          drops: drops.map((r) => ({ executionId: r.execution_id, attempt: r.attempt, dropped: r.dropped }))
-        }
+        return { lines: lines.map(toLogLine), drops: drops.map(toLogDrops) }
       })),
-    changeToken: Effect.succeed(null),
     watchChanges: ({ onChange }) => watchWakeups(sql, { origin, onChange }),
-    close: options.close,
     ...makePgStats(sql, op)
   })
 }
@@ -412,6 +362,6 @@ export const layerPostgres = (options: PostgresOptions): Layer.Layer<Store | Sch
     const relaxed = yield* openClient(options, scope, { size: Math.min(4, options.poolSize ?? 10), relaxed: true })
     const reconnectWindowMs = options.reconnectWindowMs ?? defaultReconnectWindowMs
     const origin = crypto.randomUUID()
-    const store = makePgStore(client, { relaxed, origin, reconnectWindowMs, close: Scope.close(scope, Exit.void) })
+    const store = makePgStore(client, { relaxed, origin, reconnectWindowMs })
     return Context.make(Store, store).pipe(Context.add(ScheduleStore, makePgScheduleStore(client, { reconnectWindowMs })))
   }))

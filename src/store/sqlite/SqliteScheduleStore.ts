@@ -8,7 +8,7 @@
  * the lease are few rows, so every operation is a handful of indexed statements.
  */
 import type { Database } from "bun:sqlite"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import type { ExecutionState } from "../Execution.ts"
 import type {
   RecordFireRequest,
@@ -19,10 +19,11 @@ import type {
   SyncResult
 } from "../ScheduleStore.ts"
 import type { ScheduleNotFound, ScheduleReadOnly, ScheduleSourceConflict } from "../ScheduleStore.ts"
-import { fireKey, ScheduleStore } from "../ScheduleStore.ts"
-import type { StoreError } from "../Store.ts"
+import { ScheduleStore } from "../ScheduleStore.ts"
+import { StoreError } from "../Store.ts"
 import { intOrNull } from "../ExecutionRow.ts"
 import { bool, type FireRow, type ScheduleRow, toFire, toSchedule } from "../ScheduleRow.ts"
+import { checksOverlap, executionToInsert, fireExecutionMoved, fireResultOf, fireWriteOf, historyPageOf, isLive, unknownFire } from "../FireRules.ts"
 import { deleteRefusal, isRefusal, notFound, pauseRefusal, planFileSync, type Refusal, syncResultOf, updateOf, upsertRefusal } from "../ScheduleRules.ts"
 import { makeStatements, toStoreError } from "./SqliteStore.ts"
 
@@ -142,32 +143,17 @@ export const makeSqliteScheduleStore = (db: Database): ScheduleStore["Service"] 
     return toSchedule(getOne.get(id)!)
   })
 
+  /** Records one fire by FireRules, inside the caller's transaction. */
   const recordOne = (req: RecordFireRequest): RecordFireResult => {
-    const row = getOne.get(req.scheduleId)
-    if (!row || row.retired_at !== null) return { status: "unknown", outcome: null, executionId: null, inserted: false }
-    let outcome = req.outcome
-    let error = req.error ?? null
-    if (outcome === "enqueued" && req.skipIfActive) {
-      const previous = active.get(req.scheduleId)
-      if (previous) {
-        outcome = "skipped"
-        error = `overlap: previous execution ${previous.id} is still ${previous.state}`
-      }
-    }
-    const execution = outcome === "enqueued" ? req.execution : undefined
-    if (outcome === "enqueued" && !execution) throw new Error(`fire of ${req.scheduleId} at ${req.dueAt} is enqueued but has no execution`)
-    const fresh = insertFire.run(req.scheduleId, req.dueAt, req.now, outcome, execution?.id ?? null, error).changes === 1
+    if (!isLive(getOne.get(req.scheduleId))) return unknownFire
+    const write = fireWriteOf(req, checksOverlap(req) ? active.get(req.scheduleId) : null)
+    if (write instanceof StoreError) throw write
+    const fresh = insertFire.run(req.scheduleId, req.dueAt, req.now, write.outcome, write.execution?.id ?? null, write.error).changes === 1
     advance.run(req.nextDueAt, req.dueAt, req.scheduleId)
-    if (!fresh) return { status: "duplicate", outcome: null, executionId: null, inserted: false }
-    if (!execution) return { status: "recorded", outcome, executionId: null, inserted: false }
-    const inserted = insertOne({
-      ...execution,
-      idempotencyKey: fireKey(req.scheduleId, req.dueAt),
-      scheduleId: req.scheduleId,
-      fireAt: req.dueAt
-    })
-    if (inserted.id !== execution.id) setFireExecution.run(inserted.id, req.scheduleId, req.dueAt)
-    return { status: "recorded", outcome, executionId: inserted.id, inserted: inserted.inserted }
+    const execution = executionToInsert(write, fresh)
+    const inserted = execution && insertOne(execution)
+    if (fireExecutionMoved(write, inserted)) setFireExecution.run(inserted.id, req.scheduleId, req.dueAt)
+    return fireResultOf(write, fresh, inserted)
   }
   const recordMany = db.transaction((reqs: ReadonlyArray<RecordFireRequest>) => reqs.map(recordOne))
 
@@ -205,15 +191,13 @@ export const makeSqliteScheduleStore = (db: Database): ScheduleStore["Service"] 
     schedulesRecordFire: (req) => attempt("record fire", () => recordMany.immediate([req])[0]!),
     schedulesRecordFires: (reqs) => attempt("record fires", () => (reqs.length === 0 ? [] : recordMany.immediate(reqs))),
     schedulesHistory: (req) =>
-      attempt("read schedule history", () =>
-        history.all(req.scheduleId, req.before ?? Number.MAX_SAFE_INTEGER, Math.max(1, Math.min(req.limit, 10_000))).map(toFire)),
+      attempt("read schedule history", () => {
+        const page = historyPageOf(req)
+        return history.all(req.scheduleId, page.before, page.limit).map(toFire)
+      }),
     schedulesActiveExecution: (scheduleId) => attempt("find active execution", () => active.get(scheduleId) ?? null),
     leaseAcquire: (req) =>
       attempt("acquire lease", () => acquire.get(req.name, req.owner, req.now + req.ttlMs, req.now) !== null),
     leaseRelease: (req) => attempt("release lease", () => void release.run(req.name, req.owner))
   })
 }
-
-/** The SQLite ScheduleStore as a Layer over an already open and migrated database (the Store's). */
-export const layerSqliteSchedules = (db: Database): Layer.Layer<ScheduleStore> =>
-  Layer.succeed(ScheduleStore, makeSqliteScheduleStore(db))

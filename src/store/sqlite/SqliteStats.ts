@@ -10,8 +10,9 @@
  */
 import type { Database } from "bun:sqlite"
 import type { Effect } from "effect"
-import { states, type ExecutionState } from "../Execution.ts"
-import type { QueueStats, Store, StoreError, ThroughputBucket } from "../Store.ts"
+import type { ExecutionState } from "../Execution.ts"
+import { bucketMsOf, queueStatsOf } from "../ExecutionRules.ts"
+import type { Store, StoreError, ThroughputBucket } from "../Store.ts"
 
 /** Runs one read, mapping a SQLite failure to a StoreError (the Store's own helper). */
 export type Attempt = <A>(what: string, f: () => A) => Effect.Effect<A, StoreError>
@@ -34,20 +35,10 @@ export const makeSqliteStats = (db: Database, attempt: Attempt): Pick<Store["Ser
   )
   return {
     executionsQueueStats: (req) =>
-      attempt("read queue stats", () => {
-        const byQueue = new Map<string, { counts: Record<ExecutionState, number>; oldestDueAt: number | null }>()
-        const entry = (queue: string) => {
-          let e = byQueue.get(queue)
-          if (!e) byQueue.set(queue, (e = { counts: Object.fromEntries(states.map((s) => [s, 0])) as Record<ExecutionState, number>, oldestDueAt: null }))
-          return e
-        }
-        for (const r of counts.all()) entry(r.queue).counts[r.state] = r.n
-        for (const r of oldest.all(req.now)) entry(r.queue).oldestDueAt = r.at
-        return [...byQueue.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([queue, e]): QueueStats => ({ queue, ...e }))
-      }),
+      attempt("read queue stats", () => queueStatsOf(counts.all(), oldest.all(req.now))),
     executionsThroughput: (req) =>
       attempt("read throughput", () =>
-        throughput.all(req.since, Math.max(1, Math.floor(req.bucketMs))).map((r): ThroughputBucket => ({
+        throughput.all(req.since, bucketMsOf(req.bucketMs)).map((r): ThroughputBucket => ({
           queue: r.queue,
           at: r.at,
           succeeded: r.succeeded,

@@ -9,9 +9,9 @@
  */
 import type { Database } from "bun:sqlite"
 import { Clock, Effect, Layer } from "effect"
-import type { Attempt, Execution, ExecutionState, LogDrops, LogLine, Step } from "../Execution.ts"
-import { states } from "../Execution.ts"
-import { byClaimOrder, parseJson, toExecution, type ExecutionRow } from "../ExecutionRow.ts"
+import type { ExecutionState, LogDrops, LogLine } from "../Execution.ts"
+import { type AttemptRow, byClaimOrder, type ExecutionRow, type LogDropsRow, type LogRow, type StepRow, toAttempt, toExecution, toLogDrops, toLogLine, toStep } from "../ExecutionRow.ts"
+import { attemptOutcomeOf, cancelOf, claimsNothing, countsOf, endedAttemptOutcome, errorTextOf, expiredBeforeOf, filterClauses, pageLimit, pruneLimit, withSucceededAttempt } from "../ExecutionRules.ts"
 import type { CancelResult, ExecutionFilter, InsertRequest, InsertResult, Outcome } from "../Store.ts"
 import { Store, StoreError, type StoreErrorReason } from "../Store.ts"
 import { makeSqliteStats } from "./SqliteStats.ts"
@@ -188,11 +188,8 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
   const cancelRunning = db.query(
     "UPDATE roster_executions SET cancel_requested = 1 WHERE id = ? AND state = 'running'"
   )
-  const attempts = db.query<
-    { execution_id: string; attempt: number; worker: string; started_at: number; finished_at: number; outcome: Attempt["outcome"]; error: string | null },
-    [string]
-  >("SELECT * FROM roster_attempts WHERE execution_id = ? ORDER BY attempt")
-  const steps = db.query<{ execution_id: string; name: string; output: string; attempt: number; created_at: number }, [string]>(
+  const attempts = db.query<AttemptRow, [string]>("SELECT * FROM roster_attempts WHERE execution_id = ? ORDER BY attempt")
+  const steps = db.query<StepRow, [string]>(
     "SELECT * FROM roster_steps WHERE execution_id = ? ORDER BY created_at, name"
   )
   const stepSave = db.query(
@@ -225,10 +222,10 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
     `INSERT INTO roster_log_drops (execution_id, attempt, dropped) VALUES (?, ?, ?)
      ON CONFLICT (execution_id, attempt) DO UPDATE SET dropped = dropped + excluded.dropped`
   )
-  const logSelect = db.query<{ execution_id: string; attempt: number; at: number; level: string; message: string; annotations: string | null }, [string]>(
+  const logSelect = db.query<LogRow, [string]>(
     "SELECT * FROM roster_logs WHERE execution_id = ? ORDER BY rowid"
   )
-  const dropSelect = db.query<{ execution_id: string; attempt: number; dropped: number }, [string]>(
+  const dropSelect = db.query<LogDropsRow, [string]>(
     "SELECT * FROM roster_log_drops WHERE execution_id = ? ORDER BY attempt"
   )
   const logsAppend = db.transaction((lines: ReadonlyArray<LogLine>, drops: ReadonlyArray<LogDrops>) => {
@@ -243,32 +240,31 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
 
   const insertMany = db.transaction(insertAll)
 
-  const applyOutcome = (o: Outcome): boolean => {
+  /** Applies one outcome other than a success, and writes its attempt row (ExecutionRules). */
+  const applyOutcome = (o: Exclude<Outcome, { kind: "succeeded" }>): boolean => {
     const fence = [o.id, o.workerId, o.attempt] as const
+    const error = errorTextOf(o)
+    let state: ExecutionState
     switch (o.kind) {
-      case "succeeded":
-        throw new Error("successes are applied in bulk")
       case "retry": {
-        const row = finishRetry.get(o.runAt, o.now, JSON.stringify(o.error), ...fence, o.expired === true ? o.now : null)
+        const row = finishRetry.get(o.runAt, o.now, error, ...fence, expiredBeforeOf(o))
         if (row === null) return false
-        const outcome = o.expired ? "lease_expired" : row.state === "cancelled" ? "cancelled" : "retrying"
-        insertAttempt.run(o.id, o.attempt, o.workerId, o.startedAt, o.now, outcome, JSON.stringify(o.error))
-        return true
+        state = row.state
+        break
       }
-      case "failed": {
-        if (finishFailed.run(JSON.stringify(o.error), o.now, ...fence, o.expired === true ? o.now : null).changes !== 1) return false
-        insertAttempt.run(o.id, o.attempt, o.workerId, o.startedAt, o.now, o.expired ? "lease_expired" : "failed", JSON.stringify(o.error))
-        return true
-      }
-      case "cancelled": {
-        const error = o.error === null ? null : JSON.stringify(o.error)
+      case "failed":
+        if (finishFailed.run(error, o.now, ...fence, expiredBeforeOf(o)).changes !== 1) return false
+        state = "failed"
+        break
+      case "cancelled":
         if (finishCancelled.run(error, o.now, ...fence).changes !== 1) return false
-        insertAttempt.run(o.id, o.attempt, o.workerId, o.startedAt, o.now, "cancelled", error)
-        return true
-      }
+        state = "cancelled"
+        break
       case "released":
         return finishReleased.run(o.now, ...fence).changes === 1
     }
+    insertAttempt.run(o.id, o.attempt, o.workerId, o.startedAt, o.now, endedAttemptOutcome(attemptOutcomeOf(o)!, state), error)
+    return true
   }
   const finishMany = db.transaction((outcomes: ReadonlyArray<Outcome>): ReadonlyArray<boolean> => {
     const successes = outcomes.filter((o) => o.kind === "succeeded")
@@ -277,33 +273,22 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
       const rows = successes.map((o) => ({ id: o.id, w: o.workerId, a: o.attempt, t: o.now, r: o.result }))
       for (const r of finishSucceeded.all(JSON.stringify(rows))) applied.add(r.id)
     }
-    return outcomes.map((o) => (o.kind === "succeeded" ? applied.has(o.id) : applyOutcome(o)))
+    return outcomes.map((o) => (o.kind === "succeeded" ? applied.has(o.id) : applyOutcome(o as Exclude<Outcome, { kind: "succeeded" }>)))
   })
 
   const cancelOne = db.transaction((id: string, now: number): CancelResult | null => {
-    const row = getOne.get(id)
-    if (!row) return null
-    if (row.state === "queued") {
-      cancelQueued.run(now, id)
-      return "cancelled"
-    }
-    if (row.state === "running") {
-      cancelRunning.run(id)
-      return "requested"
-    }
-    return "already-finished"
+    const cancel = cancelOf(getOne.get(id)?.state)
+    if (cancel.write === "cancel") cancelQueued.run(now, id)
+    if (cancel.write === "request") cancelRunning.run(id)
+    return cancel.result
   })
 
   const whereOf = (f: ExecutionFilter): { sql: string; params: Array<string | number> } => {
-    const clauses: Array<string> = []
-    const params: Array<string | number> = []
-    if (f.job !== undefined) (clauses.push("job = ?"), params.push(f.job))
-    if (f.queue !== undefined) (clauses.push("queue = ?"), params.push(f.queue))
-    if (f.state !== undefined) (clauses.push("state = ?"), params.push(f.state))
-    if (f.since !== undefined) (clauses.push("created_at >= ?"), params.push(f.since))
-    if (f.scheduleId !== undefined) (clauses.push("schedule_id = ?"), params.push(f.scheduleId))
-    if (f.before !== undefined) (clauses.push("id < ?"), params.push(f.before))
-    return { sql: clauses.length ? ` WHERE ${clauses.join(" AND ")}` : "", params }
+    const clauses = filterClauses(f)
+    return {
+      sql: clauses.length ? ` WHERE ${clauses.map((c) => `${c.column} ${c.op} ?`).join(" AND ")}` : "",
+      params: clauses.map((c) => c.value)
+    }
   }
 
   const attempt = <A>(what: string, f: () => A): Effect.Effect<A, StoreError> =>
@@ -314,7 +299,7 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
     executionsInsert: (rows) => attempt("insert executions", () => (rows.length === 0 ? [] : insertMany.immediate(rows))),
     executionsClaim: (req) =>
       attempt("claim executions", () => {
-        if (req.limit <= 0 || req.jobs.length === 0) return []
+        if (claimsNothing(req)) return []
         const rows = relaxed(() => claim.all(req.workerId, req.now + req.leaseMs, req.now, req.queue, JSON.stringify(req.jobs), req.limit))
         return rows.map(toExecution).sort(byClaimOrder)
       }),
@@ -338,52 +323,27 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
     executionsList: (filter) =>
       attempt("list executions", () => {
         const w = whereOf(filter)
-        const limit = Math.max(1, Math.min(filter.limit ?? 100, 10_000))
-        return db.query<ExecutionRow, Array<string | number>>(`SELECT * FROM roster_executions${w.sql} ORDER BY id DESC LIMIT ${limit}`)
+        return db.query<ExecutionRow, Array<string | number>>(`SELECT * FROM roster_executions${w.sql} ORDER BY id DESC LIMIT ${pageLimit(filter.limit)}`)
           .all(...w.params).map(toExecution)
       }),
     executionsCount: (filter) =>
       attempt("count executions", () => {
         const w = whereOf(filter)
-        const counts = Object.fromEntries(states.map((s) => [s, 0])) as Record<ExecutionState, number>
-        for (const r of db.query<{ state: ExecutionState; n: number }, Array<string | number>>(
+        return countsOf(db.query<{ state: ExecutionState; n: number }, Array<string | number>>(
           `SELECT state, COUNT(*) AS n FROM roster_executions${w.sql} GROUP BY state`
-        ).all(...w.params)) counts[r.state] = r.n
-        return counts
+        ).all(...w.params))
       }),
     executionsCancel: (req) => attempt("cancel execution", () => cancelOne.immediate(req.id, req.now)),
     executionsUnknownJobs: (known) => attempt("find unknown jobs", () => unknownJobs.all(JSON.stringify(known))),
     attemptsList: (id) =>
-      attempt("list attempts", () => {
-        const rows: Array<Attempt> = attempts.all(id).map((r) => ({
-          executionId: r.execution_id,
-          attempt: r.attempt,
-          worker: r.worker,
-          startedAt: r.started_at,
-          finishedAt: r.finished_at,
-          outcome: r.outcome,
-          error: parseJson(r.error) as Attempt["error"]
-        }))
-        const row = getOne.get(id)
-        const e = row ? toExecution(row) : null
-        if (e && e.state === "succeeded" && !rows.some((a) => a.attempt === e.attempt)) {
-          rows.push({ executionId: id, attempt: e.attempt, worker: e.leaseOwner ?? "", startedAt: e.startedAt ?? 0, finishedAt: e.finishedAt ?? 0, outcome: "succeeded", error: null })
-        }
-        return rows
-      }),
-    stepsList: (id) =>
-      attempt("list steps", () =>
-        steps.all(id).map((r): Step => ({ executionId: r.execution_id, name: r.name, output: r.output, attempt: r.attempt, createdAt: r.created_at }))),
+      attempt("list attempts", () => withSucceededAttempt(attempts.all(id).map(toAttempt), id, getOne.get(id))),
+    stepsList: (id) => attempt("list steps", () => steps.all(id).map(toStep)),
     stepsSave: (s) => attempt("save step", () => stepSave.run(s.executionId, s.name, s.output, s.attempt, s.createdAt).changes === 1),
-    executionsPrune: (req) => attempt("prune executions", () => prune.immediate(req.succeededBefore, req.failedBefore, req.limit)),
+    executionsPrune: (req) => attempt("prune executions", () => prune.immediate(req.succeededBefore, req.failedBefore, pruneLimit(req.limit))),
     logsAppend: ({ lines, drops }) =>
       attempt("append logs", () => (lines.length + drops.length === 0 ? undefined : relaxed(() => logsAppend.immediate(lines, drops)))),
     logsList: (id) =>
-      attempt("list logs", () => ({
-        lines: logSelect.all(id).map((r) => ({ executionId: r.execution_id, attempt: r.attempt, at: r.at, level: r.level, message: r.message, annotations: r.annotations })),
-        drops: dropSelect.all(id).map((r) => ({ executionId: r.execution_id, attempt: r.attempt, dropped: r.dropped }))
-      })),
-    changeToken: attempt("read data_version", () => dataVersion.get()?.data_version ?? null),
+      attempt("list logs", () => ({ lines: logSelect.all(id).map(toLogLine), drops: dropSelect.all(id).map(toLogDrops) })),
     // data_version is an in-memory read that moves whenever another connection commits.
     watchChanges: ({ pollMs, onChange }) =>
       Effect.gen(function*() {
@@ -397,7 +357,6 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
           }
         }
       }),
-    close: Effect.sync(() => db.close(false)),
     ...makeSqliteStats(db, attempt)
   })
 }
