@@ -1,10 +1,13 @@
 /**
- * Roster's public API. Everything not exported here may change.
+ * Roster's public API: what an app needs to define Jobs and Schedules, run and embed
+ * Roster, enqueue and inspect executions, and handle its errors (tests use
+ * `roster/testing`). Everything not exported here may change. The store drivers'
+ * contract (`Store`, `ScheduleStore`) and the Registry builder are deliberately not
+ * here: they are in `roster/unstable` (src/unstable.ts), free to change in any release.
  */
 export * as Job from "./jobs/Job.ts"
 export * as RetryPolicy from "./jobs/RetryPolicy.ts"
 export * as JobSchedule from "./jobs/JobSchedule.ts"
-export * as Registry from "./jobs/Registry.ts"
 export * from "./jobs/errors.ts"
 export * as Roster from "./runtime/Roster.ts"
 export { Client } from "./runtime/Client.ts"
@@ -12,9 +15,10 @@ export type { ExecutionDetail, EnqueueError, JobRef } from "./runtime/Client.ts"
 export type { EnqueueOptions } from "./runtime/Enqueue.ts"
 export { defineConfig } from "./runtime/Config.ts"
 export type { RosterConfig, WorkerSettings } from "./runtime/Config.ts"
-export { Store, StoreError } from "./store/Store.ts"
+// StoreError is what a Client operation fails with when the database does; the Store itself is unstable.
+export { StoreError } from "./store/Store.ts"
 export type { Execution, ExecutionState, ExecutionError, Attempt, Step } from "./store/Execution.ts"
 export { enqueueWithin } from "./runtime/Transactional.ts"
 export { Schedules } from "./runtime/Schedules.ts"
-export { ScheduleStore } from "./store/ScheduleStore.ts"
+export { ScheduleNotFound, ScheduleReadOnly, ScheduleSourceConflict } from "./store/ScheduleStore.ts"
 export { enqueueWithinSql } from "./runtime/TransactionalPg.ts"
