@@ -22,19 +22,15 @@ import * as FirePlan from "../jobs/FirePlan.ts"
 import type { Job } from "../jobs/Job.ts"
 import type { JobSchedule } from "../jobs/JobSchedule.ts"
 import { encodeJobPayload } from "../jobs/JobSchedule.ts"
-import type { RetrySnapshot } from "../jobs/RetryPolicy.ts"
 import * as Trigger from "../jobs/Trigger.ts"
 import { InvalidDefinition } from "../jobs/errors.ts"
+import { insertRow, newId as newUuid, settingsOf, type JobSettings } from "../store/InsertRow.ts"
 import type { RecordFireRequest, ScheduleSpec, StoredSchedule } from "../store/ScheduleStore.ts"
 import { ScheduleStore } from "../store/ScheduleStore.ts"
 import { isPermanentStoreError, isPermanentStoreFailure, type StoreError } from "../store/Store.ts"
 
 /** What the Scheduler needs to know about a Job it enqueues. */
-export interface SchedulableJob {
-  readonly queue: string
-  readonly priority: number
-  readonly retry: RetrySnapshot
-  readonly timeoutMs: number
+export interface SchedulableJob extends JobSettings {
   /** Encodes a file Schedule's payload with the Job's Schema, to JSON text. */
   readonly encode: (payload: unknown) => Effect.Effect<string, { readonly message: string }>
   /** Why this Job must not be enqueued now, if so; its fires are recorded `skipped` with this reason. */
@@ -43,10 +39,7 @@ export interface SchedulableJob {
 
 /** A SchedulableJob from a Job definition (payloads encoded with its Schema's JSON codec). */
 export const fromJob = (job: Job): SchedulableJob => ({
-  queue: job.queue,
-  priority: job.priority,
-  retry: job.retry.snapshot,
-  timeoutMs: job.timeoutMs,
+  ...settingsOf(job),
   encode: (payload) =>
     Effect.suspend(() => {
       const text = encodeJobPayload(job, payload)
@@ -127,8 +120,6 @@ export const syncFileSchedules = Effect.fnUntraced(function*(options: Pick<Sched
   return yield* store.schedulesSyncFile({ schedules: specs, now })
 })
 
-const newUuid = (now: number): string => Bun.randomUUIDv7("hex", now)
-
 /** Builds a Scheduler: its mailbox and state, and the loop to fork. */
 export const make = (options: SchedulerOptions): Effect.Effect<Scheduler> =>
   Effect.gen(function*() {
@@ -164,18 +155,8 @@ export const make = (options: SchedulerOptions): Effect.Effect<Scheduler> =>
           ...base,
           outcome: "enqueued",
           skipIfActive: s.overlap === "skip",
-          execution: {
-            id: newId(now),
-            job: s.job,
-            queue: job.queue,
-            payload: s.payload,
-            priority: job.priority,
-            retry: job.retry,
-            timeoutMs: job.timeoutMs,
-            runAt: now,
-            now,
-            idempotencyKey: null
-          }
+          // A fire is started by the clock, not by a caller: no trace context.
+          execution: insertRow(s.job, job, { id: newId(now), payload: s.payload, now, traceContext: null })
         }
       })
       const results = yield* store.schedulesRecordFires(requests)

@@ -8,7 +8,8 @@
  * 512 characters, which both stores hold).
  * Nothing is written here; every enqueue path — the Client, transactional enqueue —
  * prepares its rows through this one function, and studio Schedules encode their
- * payloads through {@link encodePayload}.
+ * payloads through {@link encodePayload}. The row itself is built by
+ * store/InsertRow.ts, like every other insert's.
  */
 import { Effect } from "effect"
 import { failureMessage, jsonCodecOf } from "../jobs/JsonCodec.ts"
@@ -18,6 +19,7 @@ import { InvalidEnqueueOption, InvalidPayload, NotJsonSafe, PayloadTooDeep, Payl
 import { isStorableTime, maxTime, rangeText } from "../jobs/TimeRange.ts"
 import { traceContextOf } from "../actors/ExecutionSpan.ts"
 import type { Execution } from "../store/Execution.ts"
+import { insertRow, newId, settingsOf } from "../store/InsertRow.ts"
 import type { InsertRequest } from "../store/Store.ts"
 
 /** Options of one enqueue. */
@@ -141,19 +143,7 @@ export const prepareRow = (
   }
   const text = encodeText(job, payload, maxBytes)
   if (typeof text !== "string") return text
-  return {
-    id: newId(now),
-    job: job.id,
-    queue: job.queue,
-    payload: text,
-    priority,
-    retry: job.retry.snapshot,
-    timeoutMs: job.timeoutMs,
-    runAt,
-    now,
-    idempotencyKey,
-    traceContext
-  }
+  return insertRow(job.id, settingsOf(job), { payload: text, now, runAt, priority, idempotencyKey, traceContext })
 }
 
 /** Whether {@link prepareRow} refused. */
@@ -177,23 +167,14 @@ export const prepare = (job: Job, payload: unknown, options: EnqueueOptions, now
  */
 export const prepareRetry = (original: Execution, now: number): InsertRequest => {
   const id = newId(now)
-  return {
+  return insertRow(original.job, original, {
     id,
-    job: original.job,
-    queue: original.queue,
     payload: JSON.stringify(original.payload),
-    priority: original.priority,
-    retry: original.retry,
-    timeoutMs: original.timeoutMs,
-    runAt: now,
     now,
     idempotencyKey: original.idempotencyKey === null ? null : `${original.idempotencyKey}:retry:${id}`,
     scheduleId: original.scheduleId,
     fireAt: original.fireAt,
     retryOf: original.id,
     traceContext: original.traceContext
-  }
+  })
 }
-
-/** A UUIDv7 whose time part is `now` (so ids sort by creation and follow the Clock). */
-export const newId = (now: number): string => Bun.randomUUIDv7("hex", now)

@@ -12,10 +12,11 @@ import * as Trigger from "../jobs/Trigger.ts"
 import { InvalidDefinition, UnknownJob } from "../jobs/errors.ts"
 import { triggerOf } from "../actors/Scheduler.ts"
 import { ScheduleNotFound, ScheduleStore, type ScheduleSpec, type StoredSchedule } from "../store/ScheduleStore.ts"
+import { insertRow, settingsOf } from "../store/InsertRow.ts"
 import type { InsertResult } from "../store/Store.ts"
 import { StoreError } from "../store/Store.ts"
 import { Core } from "./Core.ts"
-import { defaultMaxPayloadBytes, encodePayload, newId } from "./Enqueue.ts"
+import { defaultMaxPayloadBytes, encodePayload } from "./Enqueue.ts"
 import { isoTime, isStorableTime, maxDelayMs } from "../jobs/TimeRange.ts"
 import { traceContextOf } from "../actors/ExecutionSpan.ts"
 
@@ -133,21 +134,13 @@ export const Schedules = {
       const job = core.registry.jobs.get(s.job)
       if (!job) return yield* new UnknownJob({ job: s.job, message: `schedule "${id}" targets "${s.job}", which this process does not know` })
       const now = yield* Clock.currentTimeMillis
-      const [r] = yield* core.recorder.insert([{
-        id: newId(now),
-        job: job.id,
-        queue: job.queue,
+      const [r] = yield* core.recorder.insert([insertRow(job.id, settingsOf(job), {
         payload: s.payload,
-        priority: job.priority,
-        retry: job.retry.snapshot,
-        timeoutMs: job.timeoutMs,
-        runAt: now,
         now,
-        idempotencyKey: null,
         scheduleId: id,
         // "Run now" continues the trace of whoever asked (a dashboard request, an app's span).
         traceContext: traceContextOf(yield* Effect.context<never>())
-      }])
+      })])
       if (!r) return yield* new StoreError({ message: "insert returned no row" })
       return r satisfies InsertResult
     }),
