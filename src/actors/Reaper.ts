@@ -7,11 +7,11 @@
 import { Clock, Effect, Random } from "effect"
 import type { Registry } from "../jobs/Registry.ts"
 import * as Failure from "../jobs/Failure.ts"
+import { retryOrFail } from "../jobs/RetryDecision.ts"
 import { Store } from "../store/Store.ts"
 import type { Outcome } from "../store/Store.ts"
 import * as Metrics from "./Metrics.ts"
 import type { Recorder } from "./Recorder.ts"
-import { retryOrFail } from "./WorkerPool.ts"
 
 /** One sweep; returns how many executions were recovered. */
 export const sweep = Effect.fnUntraced(function*(options: { readonly registry: Registry; readonly recorder: Recorder; readonly limit?: number }) {

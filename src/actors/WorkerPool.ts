@@ -18,7 +18,7 @@
 import { Cause, Clock, Context, Effect, Fiber, FiberSet, Logger, Queue, Random, References, Schema } from "effect"
 import type { Job } from "../jobs/Job.ts"
 import type { Registry } from "../jobs/Registry.ts"
-import * as RetryPolicy from "../jobs/RetryPolicy.ts"
+import { retryOrFail } from "../jobs/RetryDecision.ts"
 import * as Failure from "../jobs/Failure.ts"
 import { InvalidResult, JobTimeout, UndecodablePayload } from "../jobs/errors.ts"
 import { type Execution, type ExecutionError, UnparsedPayload } from "../store/Execution.ts"
@@ -73,20 +73,6 @@ interface Slot {
   /** When the handler's timeout passes (Clock ms); Infinity until it starts. */
   deadline: number
 }
-
-/** Picks the next attempt's fate: retry after a delay, or fail for good. */
-export const retryOrFail = (
-  job: Job | undefined,
-  execution: Pick<Execution, "attempt" | "retry">,
-  error: ExecutionError,
-  random: number,
-  now: number
-): { readonly kind: "retry"; readonly runAt: number } | { readonly kind: "failed" } => {
-  if (!error.retryable || !RetryPolicy.hasAttemptLeft(execution.retry, execution.attempt)) return { kind: "failed" }
-  const policy: RetryPolicy.RetryPolicy = job ? { snapshot: execution.retry, custom: job.retry.custom } : { snapshot: execution.retry }
-  return { kind: "retry", runAt: now + RetryPolicy.delayMs(policy, execution.attempt, error, random) }
-}
-
 
 /** Starts a WorkerPool in the current scope. */
 export const make = Effect.fnUntraced(function*(options: {

@@ -20,7 +20,15 @@
  */
 import { Cause, Schema, SchemaIssue } from "effect"
 import { type Job, retryAll } from "./Job.ts"
-import type { ExecutionError } from "../store/Execution.ts"
+
+/** How an attempt ended, as recorded: an execution's last error or an attempt's. */
+export interface ExecutionError {
+  readonly tag: string
+  readonly message: string
+  readonly retryable: boolean
+  /** A readable rendering of the cause, with stack for defects. */
+  readonly pretty: string
+}
 
 const permanentTags = new Set(["PermanentFailure", "UndecodablePayload", "InvalidResult"])
 

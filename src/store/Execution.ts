@@ -5,6 +5,7 @@
  * queued with a later runAt. "scheduled" (queued, runAt in the future) and "retrying"
  * (queued, attempt > 0) are views, not states.
  */
+import type { ExecutionError } from "../jobs/Failure.ts"
 import type { RetrySnapshot } from "../jobs/RetryPolicy.ts"
 
 /** The stored states of an execution. */
@@ -13,14 +14,8 @@ export const states = ["queued", "running", "succeeded", "failed", "cancelled"] 
 /** One stored state. */
 export type ExecutionState = (typeof states)[number]
 
-/** The last error of an execution or the error of an attempt. */
-export interface ExecutionError {
-  readonly tag: string
-  readonly message: string
-  readonly retryable: boolean
-  /** A readable rendering of the cause, with stack for defects. */
-  readonly pretty: string
-}
+/** The last error of an execution or the error of an attempt (a domain type: jobs/Failure.ts classifies it). */
+export type { ExecutionError }
 
 /**
  * A stored payload that is not JSON text (written by hand or by a foreign tool). It is

@@ -8,7 +8,7 @@
 import { expect } from "bun:test"
 import { Effect } from "effect"
 import fc from "fast-check"
-import { retryOrFail } from "../../../src/actors/WorkerPool.ts"
+import { retryOrFail } from "../../../src/jobs/RetryDecision.ts"
 import * as Failure from "../../../src/jobs/Failure.ts"
 import { defaultMaxPayloadBytes, prepare, prepareRetry } from "../../../src/runtime/Enqueue.ts"
 import type { ExecutionError } from "../../../src/store/Execution.ts"
