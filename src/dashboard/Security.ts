@@ -17,7 +17,9 @@
  *   Origin (or, when absent, Referer) must name the host it was sent to; otherwise 403.
  * Comparisons of secrets are constant-time.
  */
+import { Effect } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
+import * as Env from "../runtime/Env.ts"
 import type { Sessions } from "./Sessions.ts"
 
 /** The environment variable holding the dashboard token. */
@@ -38,11 +40,11 @@ export const bindRefusal = (host: string, token: string | undefined): string | u
     ? undefined
     : `refusing to serve the dashboard on ${host} without ${tokenVariable}: set a token, or bind 127.0.0.1 (the default)`
 
-/** The token from the environment (empty means none). */
-export const tokenFromEnv = (): string | undefined => {
-  const t = process.env[tokenVariable]?.trim()
+/** The token from the environment, read through Env.ts (empty means none). */
+export const tokenFromEnv: Effect.Effect<string | undefined> = Effect.map(Env.text(tokenVariable), (raw) => {
+  const t = raw?.trim()
   return t ? t : undefined
-}
+})
 
 const digest = (s: string): Buffer => createHash("sha256").update(s).digest()
 

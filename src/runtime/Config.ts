@@ -15,7 +15,8 @@ import type { Job } from "../jobs/Job.ts"
 import type { JobSchedule } from "../jobs/JobSchedule.ts"
 import { importModule, LoadTimeout } from "../jobs/Discovery.ts"
 import { InvalidDefinition } from "../jobs/errors.ts"
-import { checkConfig, describeValue, envSetting, parseEnvNumber, workerEnv, type Source } from "./ConfigRules.ts"
+import { checkConfig, configVariables, describeValue, envSetting, envText, parseEnvNumber, readEnvSetting, workerEnv, type Source } from "./ConfigRules.ts"
+import * as Env from "./Env.ts"
 
 /** Tuning of a worker process; defaults follow DESIGN §2. */
 export interface WorkerSettings {
@@ -82,27 +83,26 @@ export const defaultWorkerSettings: WorkerSettings = {
 }
 
 // Parsed only; anything but digits is NaN, which checkConfig refuses naming the variable and its text.
-const envNumber = (name: string): number | undefined => {
-  const raw = process.env[name]
-  if (raw === undefined || raw.trim() === "") return undefined
-  return parseEnvNumber(raw)
+const envNumber = (env: Env.Env, name: string): number | undefined => {
+  const raw = envText(env, name)
+  return raw === undefined ? undefined : parseEnvNumber(raw)
 }
 
-/** Applies ROSTER_* environment overrides to a config. */
-export const withEnv = (config: RosterConfig): RosterConfig => {
+/** Applies ROSTER_* overrides (a snapshot read by Env.ts) to a config; a ROSTER_SYNCHRONOUS that is neither FULL nor NORMAL is refused. */
+export const withEnv = (config: RosterConfig, env: Env.Env): RosterConfig | InvalidDefinition => {
   const worker: Partial<Record<keyof WorkerSettings, number>> = { ...config.worker }
-  for (const [key, env] of Object.entries(workerEnv) as Array<[keyof WorkerSettings, string]>) {
-    const n = envNumber(env)
+  for (const [key, variable] of Object.entries(workerEnv) as Array<[keyof WorkerSettings, string]>) {
+    const n = envNumber(env, variable)
     if (n !== undefined) worker[key] = n
   }
-  const sync = process.env.ROSTER_SYNCHRONOUS
-  if (sync !== undefined && sync !== "FULL" && sync !== "NORMAL") throw new Error(`ROSTER_SYNCHRONOUS must be FULL or NORMAL, got "${sync}"`)
+  const sync = env.get("ROSTER_SYNCHRONOUS")
+  if (sync !== undefined && sync !== "FULL" && sync !== "NORMAL") return new InvalidDefinition({ message: `ROSTER_SYNCHRONOUS must be FULL or NORMAL, got "${sync}"` })
   return {
     ...config,
-    db: process.env.ROSTER_DB || config.db,
-    appsDir: process.env.ROSTER_APPS_DIR || config.appsDir,
+    db: env.get("ROSTER_DB") || config.db,
+    appsDir: env.get("ROSTER_APPS_DIR") || config.appsDir,
     synchronous: (sync as "FULL" | "NORMAL" | undefined) ?? config.synchronous,
-    maxPayloadBytes: envNumber("ROSTER_MAX_PAYLOAD_BYTES") ?? config.maxPayloadBytes,
+    maxPayloadBytes: envNumber(env, "ROSTER_MAX_PAYLOAD_BYTES") ?? config.maxPayloadBytes,
     worker
   }
 }
@@ -118,18 +118,17 @@ export const workerSettings = (config: RosterConfig): WorkerSettings => ({ ...de
  */
 export const applyEnv = (config: RosterConfig, sources: ReadonlyArray<Source> = [{ label: "the config", config }]) =>
   Effect.gen(function*() {
-    const applied = yield* Effect.try({
-      try: () => withEnv(config),
-      catch: (cause) => new InvalidDefinition({ message: (cause as Error).message })
-    })
-    const refusal = checkConfig(applied, sources) ?? envOnlyRefusal()
+    const env = yield* Env.read(configVariables)
+    const applied = withEnv(config, env)
+    if (applied instanceof InvalidDefinition) return yield* applied
+    const refusal = checkConfig(applied, sources, env) ?? envOnlyRefusal(env)
     if (refusal) return yield* refusal
     return applied
   })
 
-const envOnlyRefusal = (): InvalidDefinition | undefined =>
+const envOnlyRefusal = (env: Env.Env): InvalidDefinition | undefined =>
   (["ROSTER_SCHEDULER_POLL_MS", "ROSTER_SCHEDULER_LEASE_MS", "ROSTER_SCHEDULER_TOLERANCE_MS", "ROSTER_IDLE_HORIZON_MS", "ROSTER_LOAD_TIMEOUT_MS"] as const)
-    .map(envSetting).find((r): r is InvalidDefinition => typeof r !== "number")
+    .map((name) => envSetting(env, name)).find((r): r is InvalidDefinition => typeof r !== "number")
 
 /** Loads `roster.config.ts` from `cwd` if present, then applies the environment. */
 export const load = (cwd: string = process.cwd()) => Effect.flatMap(loadSource(cwd), (file) => applyEnv(file.config, [file]))
@@ -173,8 +172,7 @@ const loadSource = (cwd: string) =>
   Effect.gen(function*() {
     const file = resolve(cwd, "roster.config.ts")
     if (!existsSync(file)) return { label: file, file, config: {} } satisfies Source
-    const timeoutMs = envSetting("ROSTER_LOAD_TIMEOUT_MS")
-    if (typeof timeoutMs !== "number") return yield* timeoutMs
+    const timeoutMs = yield* readEnvSetting("ROSTER_LOAD_TIMEOUT_MS")
     const mod = yield* importModule(file).pipe(Effect.provideService(LoadTimeout, timeoutMs))
     if (mod.default === undefined) return yield* new InvalidDefinition({ file, message: `${file} must \`export default defineConfig({...})\`` })
     const config = mod.default

@@ -6,11 +6,13 @@
  * from — the variable, or the key and the file (or the config an embedding app passed)
  * — instead of a runtime that cannot work: a lease of 0 fails every execution "lease
  * expired", a heartbeat of 0 spins a core, a config that is not an object is ignored.
- * Pure: Config.ts runs these rules wherever a config is completed.
+ * Pure: the environment comes in as a snapshot read by Env.ts, and Config.ts runs these
+ * rules wherever a config is completed.
  */
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { InvalidDefinition } from "../jobs/errors.ts"
 import type { RosterConfig, WorkerSettings } from "./Config.ts"
+import * as Env from "./Env.ts"
 
 /** The longest timer a runtime sets in one go (2^31 − 1 ms, about 24.8 days). */
 export const maxTimerMs = 2_147_483_647
@@ -81,6 +83,16 @@ export const envOnly = {
 /** A variable of {@link envOnly}. */
 export type EnvOnly = keyof typeof envOnly
 
+/** Every ROSTER_* variable a config is completed from (the dashboard token is read where the dashboard starts). */
+export const configVariables: ReadonlyArray<string> = [
+  "ROSTER_DB",
+  "ROSTER_APPS_DIR",
+  "ROSTER_SYNCHRONOUS",
+  "ROSTER_MAX_PAYLOAD_BYTES",
+  ...Object.values(workerEnv),
+  ...Object.keys(envOnly)
+]
+
 /** One layer of a config and where it was written, for the line that refuses one of its values. */
 export interface Source {
   /** e.g. `/srv/app/roster.config.ts`, or `the config given to Roster.layer / Roster.open`. */
@@ -101,8 +113,8 @@ const inRange = (v: unknown, r: Range): v is number =>
   typeof v === "number" && Number.isInteger(v) && ((v >= r.min && v <= r.max) || v === r.off)
 
 /** The raw text of a variable, when it is set (blank counts as unset). */
-const envText = (name: string): string | undefined => {
-  const raw = process.env[name]
+export const envText = (env: Env.Env, name: string): string | undefined => {
+  const raw = env.get(name)
   return raw === undefined || raw.trim() === "" ? undefined : raw
 }
 
@@ -113,14 +125,21 @@ export const parseEnvNumber = (raw: string): number => (/^\d+$/.test(raw.trim())
 export const checkOption = (value: number, range: Range, name: string): InvalidDefinition | undefined =>
   inRange(value, range) ? undefined : new InvalidDefinition({ message: `${name} must be ${rangeText(range)}, got ${describeValue(value)}` })
 
-/** Reads one variable of {@link envOnly}: its default when unset, an InvalidDefinition when out of range. */
-export const envSetting = (name: EnvOnly): number | InvalidDefinition => {
+/** One variable of {@link envOnly} in a snapshot: its default when unset, an InvalidDefinition when out of range. */
+export const envSetting = (env: Env.Env, name: EnvOnly): number | InvalidDefinition => {
   const spec = envOnly[name]
-  const raw = envText(name)
+  const raw = envText(env, name)
   if (raw === undefined) return spec.default
   const n = parseEnvNumber(raw)
   return inRange(n, spec) ? n : new InvalidDefinition({ message: `${name} must be ${rangeText(spec)}, got ${JSON.stringify(raw)}` })
 }
+
+/** Reads one variable of {@link envOnly} from the environment (see {@link envSetting}). */
+export const readEnvSetting = (name: EnvOnly): Effect.Effect<number, InvalidDefinition> =>
+  Effect.flatMap(Env.read([name]), (env) => {
+    const value = envSetting(env, name)
+    return typeof value === "number" ? Effect.succeed(value) : Effect.fail(value)
+  })
 
 const get = (config: RosterConfig, path: ReadonlyArray<string>): unknown =>
   path.reduce<unknown>((o, k) => (o !== null && typeof o === "object" ? (o as Record<string, unknown>)[k] : undefined), config)
@@ -144,23 +163,23 @@ const topLevelKeys = {
 /**
  * Checks a completed config (environment applied) against the rules; returns the first
  * refusal, or undefined. `sources` are the layers it was made of, lowest first, so the
- * refusal can say where a value came from; a variable that is set wins over them all.
+ * refusal can say where a value came from; a variable that is set in `env` wins over them all.
  */
-export const checkConfig = (config: RosterConfig, sources: ReadonlyArray<Source>): InvalidDefinition | undefined => {
+export const checkConfig = (config: RosterConfig, sources: ReadonlyArray<Source>, env: Env.Env): InvalidDefinition | undefined => {
   /** Where the value at `path` came from, for the refusal. */
-  const origin = (path: ReadonlyArray<string>, env?: string): { readonly text: string; readonly env?: string; readonly file?: string | undefined } => {
-    if (env !== undefined && envText(env) !== undefined) return { text: env, env }
+  const origin = (path: ReadonlyArray<string>, variable?: string): { readonly text: string; readonly env?: string; readonly file?: string | undefined } => {
+    if (variable !== undefined && envText(env, variable) !== undefined) return { text: variable, env: variable }
     const key = path.join(".")
     const source = [...sources].reverse().find((s) => get(s.config, path) !== undefined)
     return source ? { text: `${key} in ${source.label}`, file: source.file } : { text: `the default ${key}` }
   }
   const refuse = (where: { readonly text: string; readonly file?: string | undefined }, message: string) =>
     new InvalidDefinition({ message: `${where.text} ${message}`, file: where.file })
-  const number = (path: ReadonlyArray<string>, range: Range, env?: string): InvalidDefinition | undefined => {
+  const number = (path: ReadonlyArray<string>, range: Range, variable?: string): InvalidDefinition | undefined => {
     const v = get(config, path)
     if (v === undefined || inRange(v, range)) return undefined
-    const where = origin(path, env)
-    const shown = where.env !== undefined ? JSON.stringify(process.env[where.env]) : describeValue(v)
+    const where = origin(path, variable)
+    const shown = where.env !== undefined ? JSON.stringify(env.get(where.env)) : describeValue(v)
     return refuse(where, `must be ${rangeText(range)}, got ${shown}`)
   }
   const shape = (path: ReadonlyArray<string>, ok: (v: unknown) => boolean, what: string): InvalidDefinition | undefined => {

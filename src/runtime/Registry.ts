@@ -11,7 +11,7 @@ import { validateSchedules, type JobSchedule } from "../jobs/JobSchedule.ts"
 import { fromConfig } from "../jobs/QueueConfig.ts"
 import * as Registry from "../jobs/Registry.ts"
 import type { RosterConfig } from "./Config.ts"
-import { envSetting } from "./ConfigRules.ts"
+import { readEnvSetting } from "./ConfigRules.ts"
 import { pruneJob } from "./Prune.ts"
 import { reservedApp, reservedIdProblem } from "../jobs/Job.ts"
 
@@ -21,8 +21,7 @@ export const appsDirOf = (config: RosterConfig): string => config.appsDir ?? "ap
 /** Loads and validates the Registry for a config; `embedded` apps, when given, replace the apps folder. */
 export const build = (config: RosterConfig, embedded?: EmbeddedApps) =>
   Effect.gen(function*() {
-    const loadTimeoutMs = envSetting("ROSTER_LOAD_TIMEOUT_MS")
-    if (typeof loadTimeoutMs !== "number") return yield* loadTimeoutMs
+    const loadTimeoutMs = yield* readEnvSetting("ROSTER_LOAD_TIMEOUT_MS")
     return yield* buildWith(config, embedded).pipe(Effect.provideService(LoadTimeout, loadTimeoutMs))
   })
 

@@ -8,7 +8,7 @@ import { Clock, Effect, Layer } from "effect"
 import * as Scheduler from "../actors/Scheduler.ts"
 import { ScheduleStore } from "../store/ScheduleStore.ts"
 import * as Breaker from "./Breaker.ts"
-import { checkOption, envOnly, envSetting, type EnvOnly } from "./ConfigRules.ts"
+import { checkOption, envOnly, readEnvSetting, type EnvOnly } from "./ConfigRules.ts"
 import { Core } from "./Core.ts"
 import { pruneScheduleSpec } from "./Prune.ts"
 import { defaultWorkerId } from "./Worker.ts"
@@ -26,8 +26,9 @@ export interface SchedulerRuntimeOptions {
  * else the default; out of the variable's range, the InvalidDefinition naming it.
  */
 const setting = (option: number | undefined, name: string, env: EnvOnly) => {
-  const value = option === undefined ? envSetting(env) : checkOption(option, envOnly[env], `the scheduler option ${name}`) ?? option
-  return typeof value === "number" ? Effect.succeed(value) : Effect.fail(value)
+  if (option === undefined) return readEnvSetting(env)
+  const refusal = checkOption(option, envOnly[env], `the scheduler option ${name}`)
+  return refusal === undefined ? Effect.succeed(option) : Effect.fail(refusal)
 }
 
 /** Starts the scheduler in the current scope; returns its handle and `broken`, which fails on a corrupt database. */

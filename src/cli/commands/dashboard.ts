@@ -21,7 +21,7 @@ export const dashboard = Command.make(
   },
   (flags) =>
     Effect.gen(function*() {
-      const token = tokenFromEnv()
+      const token = yield* tokenFromEnv
       // Refuse before opening anything: an unprotected public bind must not even start.
       const refusal = bindRefusal(flags.host, token)
       if (refusal !== undefined) return yield* Effect.fail(new CliFailure(refusal, 1))

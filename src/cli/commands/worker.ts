@@ -11,7 +11,7 @@ import { Core } from "../../runtime/Core.ts"
 import * as MetricsExporter from "../../runtime/MetricsExporter.ts"
 import * as ProcessGuard from "../../runtime/ProcessGuard.ts"
 import * as Worker from "../../runtime/Worker.ts"
-import { concurrencyRange, envSetting } from "../../runtime/ConfigRules.ts"
+import { concurrencyRange, readEnvSetting } from "../../runtime/ConfigRules.ts"
 import { runtimeLayer } from "../Environment.ts"
 import { CliFailure } from "../Output.ts"
 
@@ -56,8 +56,7 @@ export const worker = Command.make(
       Effect.gen(function*() {
         yield* ProcessGuard.install
         const concurrency = yield* concurrencyFlag(flags.concurrency)
-        const idleHorizonMs = envSetting("ROSTER_IDLE_HORIZON_MS")
-        if (typeof idleHorizonMs !== "number") return yield* idleHorizonMs
+        const idleHorizonMs = yield* readEnvSetting("ROSTER_IDLE_HORIZON_MS")
         if (Option.isSome(flags.metricsPort)) yield* MetricsExporter.serve({ port: flags.metricsPort.value })
         const handle = yield* Worker.start({ queues: flags.queue, concurrency })
         if (flags.exitWhenIdle) {
