@@ -84,65 +84,29 @@ export const toExecution = (r: ExecutionRow): Execution => ({
 })
 
 /** An attempt row as a driver returns it. */
-export interface AttemptRow {
-  execution_id: string
-  attempt: number
-  worker: string
-  started_at: Int
-  finished_at: Int
-  outcome: Attempt["outcome"]
-  error: string | null
-}
+export interface AttemptRow { execution_id: string; attempt: number; worker: string; started_at: Int; finished_at: Int; outcome: Attempt["outcome"]; error: string | null }
 
 /** Maps a stored attempt row to an Attempt. */
 export const toAttempt = (r: AttemptRow): Attempt => ({
-  executionId: r.execution_id,
-  attempt: r.attempt,
-  worker: r.worker,
-  startedAt: int(r.started_at),
-  finishedAt: int(r.finished_at),
-  outcome: r.outcome,
+  executionId: r.execution_id, attempt: r.attempt, worker: r.worker, startedAt: int(r.started_at), finishedAt: int(r.finished_at), outcome: r.outcome,
   error: parseJson(r.error) as Attempt["error"]
 })
 
 /** A step row as a driver returns it. */
-export interface StepRow {
-  execution_id: string
-  name: string
-  output: string
-  attempt: number
-  created_at: Int
-}
+export interface StepRow { execution_id: string; name: string; output: string; attempt: number; created_at: Int }
 
 /** Maps a stored step row to a Step. */
 export const toStep = (r: StepRow): Step => ({ executionId: r.execution_id, name: r.name, output: r.output, attempt: r.attempt, createdAt: int(r.created_at) })
 
 /** A log row as a driver returns it. */
-export interface LogRow {
-  execution_id: string
-  attempt: number
-  at: Int
-  level: string
-  message: string
-  annotations: string | null
-}
+export interface LogRow { execution_id: string; attempt: number; at: Int; level: string; message: string; annotations: string | null }
 
 /** Maps a stored log row to a LogLine. */
-export const toLogLine = (r: LogRow): LogLine => ({
-  executionId: r.execution_id,
-  attempt: r.attempt,
-  at: int(r.at),
-  level: r.level,
-  message: r.message,
-  annotations: r.annotations
-})
+export const toLogLine = (r: LogRow): LogLine =>
+  ({ executionId: r.execution_id, attempt: r.attempt, at: int(r.at), level: r.level, message: r.message, annotations: r.annotations })
 
 /** A log-drop row as a driver returns it. */
-export interface LogDropsRow {
-  execution_id: string
-  attempt: number
-  dropped: number
-}
+export interface LogDropsRow { execution_id: string; attempt: number; dropped: number }
 
 /** Maps a stored log-drop row to LogDrops. */
 export const toLogDrops = (r: LogDropsRow): LogDrops => ({ executionId: r.execution_id, attempt: r.attempt, dropped: r.dropped })

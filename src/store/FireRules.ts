@@ -31,11 +31,7 @@ export interface FireWrite {
   readonly execution: InsertRequest | undefined
 }
 
-/**
- * Decides a fire's write given the schedule's active execution (null: none, or not
- * looked for): an enqueue over an active execution is recorded `skipped` when asked;
- * an enqueue without an execution is refused (a caller's bug; nothing is written).
- */
+/** A fire's write, given the schedule's active execution (null: none or not looked for); an enqueue without an execution is refused. */
 export const fireWriteOf = (req: RecordFireRequest, active: { readonly id: string; readonly state: ExecutionState } | null): FireWrite | StoreError => {
   if (req.outcome === "enqueued" && req.skipIfActive && active) {
     return { outcome: "skipped", error: `overlap: previous execution ${active.id} is still ${active.state}`, execution: undefined }
@@ -59,8 +55,7 @@ export const fireExecutionMoved = (write: FireWrite, inserted: InsertResult | un
 /** What recording the fire reports: a duplicate (row not new) records nothing; else the outcome and its execution. */
 export const fireResultOf = (write: FireWrite, fresh: boolean, inserted: InsertResult | undefined): RecordFireResult =>
   !fresh ? { status: "duplicate", outcome: null, executionId: null, inserted: false }
-  : inserted === undefined ? { status: "recorded", outcome: write.outcome, executionId: null, inserted: false }
-  : { status: "recorded", outcome: write.outcome, executionId: inserted.id, inserted: inserted.inserted }
+  : { status: "recorded", outcome: write.outcome, executionId: inserted?.id ?? null, inserted: inserted?.inserted ?? false }
 
 /** A history page's bounds: fires due before `before` (default: all), at most `limit` of them (held to 1..10,000). */
 export const historyPageOf = (req: { readonly limit: number; readonly before?: number | undefined }): { readonly before: number; readonly limit: number } => ({

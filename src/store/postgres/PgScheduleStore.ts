@@ -16,12 +16,7 @@ import type { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
 import type { SqlError } from "effect/sql/SqlError"
 import type { ExecutionState } from "../Execution.ts"
-import type {
-  RecordFireRequest,
-  RecordFireResult,
-  ScheduleSource,
-  ScheduleSpec
-} from "../ScheduleStore.ts"
+import type { RecordFireRequest, RecordFireResult, ScheduleSource, ScheduleSpec } from "../ScheduleStore.ts"
 import { ScheduleStore } from "../ScheduleStore.ts"
 import { StoreError } from "../Store.ts"
 import { bool, type FireRow, type ScheduleRow, toFire, toSchedule } from "../ScheduleRow.ts"

@@ -36,15 +36,7 @@ import * as InDoubt from "./InDoubt.ts"
 import { makePgScheduleStore } from "./PgScheduleStore.ts"
 import { makePgStats } from "./PgStats.ts"
 import { watchWakeups } from "./PgWakeups.ts"
-import {
-  applyMigrations,
-  defaultReconnectWindowMs,
-  isUnavailable,
-  openClient,
-  operation,
-  type PostgresOptions,
-  redactUrl
-} from "./PostgresConnection.ts"
+import { applyMigrations, defaultReconnectWindowMs, isUnavailable, openClient, operation, type PostgresOptions, redactUrl } from "./PostgresConnection.ts"
 import { type Int8, int4Array, int8Array, num, textArray } from "./PgValues.ts"
 
 export type { PostgresOptions } from "./PostgresConnection.ts"
@@ -113,13 +105,10 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
            -- on the locked row): a heartbeat since the Reaper listed it keeps the execution running.
            AND (u.expired_before IS NULL OR e.lease_expires_at < u.expired_before)
         RETURNING u.ord, e.id, e.queue, e.run_at, e.state, u.kind, u.worker, u.attempt, u.started_at, u.now,
-                  u.outcome, u.error
+                  CASE WHEN u.outcome = 'retrying' AND e.state = 'cancelled' THEN 'cancelled' ELSE u.outcome END AS outcome, u.error
       ), attempts AS (
         INSERT INTO roster_attempts (execution_id, attempt, worker, started_at, finished_at, outcome, error)
-        SELECT id, attempt, worker, started_at, now,
-               -- ExecutionRules.endedAttemptOutcome, on the row as updated.
-               CASE WHEN outcome = 'retrying' AND state = 'cancelled' THEN 'cancelled' ELSE outcome END, error
-          FROM done WHERE kind <> 'released'
+        SELECT id, attempt, worker, started_at, now, outcome, error FROM done WHERE kind <> 'released'
         ON CONFLICT (execution_id, attempt) DO UPDATE
           SET worker = excluded.worker, started_at = excluded.started_at, finished_at = excluded.finished_at,
               outcome = excluded.outcome, error = excluded.error

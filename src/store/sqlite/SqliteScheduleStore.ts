@@ -10,14 +10,7 @@
 import type { Database } from "bun:sqlite"
 import { Effect } from "effect"
 import type { ExecutionState } from "../Execution.ts"
-import type {
-  RecordFireRequest,
-  RecordFireResult,
-  ScheduleSource,
-  ScheduleSpec,
-  StoredSchedule,
-  SyncResult
-} from "../ScheduleStore.ts"
+import type { RecordFireRequest, RecordFireResult, ScheduleSource, ScheduleSpec, StoredSchedule, SyncResult } from "../ScheduleStore.ts"
 import type { ScheduleNotFound, ScheduleReadOnly, ScheduleSourceConflict } from "../ScheduleStore.ts"
 import { ScheduleStore } from "../ScheduleStore.ts"
 import { StoreError } from "../Store.ts"
@@ -25,7 +18,7 @@ import { intOrNull } from "../ExecutionRow.ts"
 import { bool, type FireRow, type ScheduleRow, toFire, toSchedule } from "../ScheduleRow.ts"
 import { checksOverlap, executionToInsert, fireExecutionMoved, fireResultOf, fireWriteOf, historyPageOf, isLive, unknownFire } from "../FireRules.ts"
 import { deleteRefusal, isRefusal, notFound, pauseRefusal, planFileSync, type Refusal, syncResultOf, updateOf, upsertRefusal } from "../ScheduleRules.ts"
-import { makeStatements, toStoreError } from "./SqliteStore.ts"
+import { attempt, makeStatements } from "./SqliteStore.ts"
 
 /** Builds the SQLite ScheduleStore over an open, migrated database. */
 export const makeSqliteScheduleStore = (db: Database): ScheduleStore["Service"] => {
@@ -110,7 +103,7 @@ export const makeSqliteScheduleStore = (db: Database): ScheduleStore["Service"] 
     return syncResultOf(plan)
   })
 
-  const upsert = db.transaction((spec: ScheduleSpec, source: "studio" | "system", now: number): StoredSchedule | Refusal => {
+  const upsert = db.transaction((spec: ScheduleSpec, source: "studio" | "system", now: number): StoredSchedule | ScheduleReadOnly | ScheduleSourceConflict => {
     const row = getOne.get(spec.id)
     if (row) {
       const refusal = upsertRefusal(row, spec.id, source)
@@ -132,7 +125,7 @@ export const makeSqliteScheduleStore = (db: Database): ScheduleStore["Service"] 
     return undefined
   })
 
-  const pause = db.transaction((id: string, paused: boolean, now: number, nextDueAt: number | null): StoredSchedule | Refusal => {
+  const pause = db.transaction((id: string, paused: boolean, now: number, nextDueAt: number | null): StoredSchedule | ScheduleNotFound | ScheduleReadOnly => {
     const row = getOne.get(id)
     if (!row) return notFound(id)
     const refusal = pauseRefusal(row, id)
@@ -157,8 +150,6 @@ export const makeSqliteScheduleStore = (db: Database): ScheduleStore["Service"] 
   }
   const recordMany = db.transaction((reqs: ReadonlyArray<RecordFireRequest>) => reqs.map(recordOne))
 
-  const attempt = <A>(what: string, f: () => A): Effect.Effect<A, StoreError> =>
-    Effect.try({ try: f, catch: (cause) => toStoreError(what, cause) })
   /** Runs a transaction that may return a typed refusal, failing the Effect with it. */
   const attemptOrRefuse = <A, R extends Refusal>(what: string, f: () => A | R): Effect.Effect<Exclude<A, Refusal>, StoreError | R> =>
     Effect.flatMap(attempt(what, f), (r) => (isRefusal(r) ? Effect.fail(r as R) : Effect.succeed(r as Exclude<A, Refusal>)))
@@ -167,17 +158,10 @@ export const makeSqliteScheduleStore = (db: Database): ScheduleStore["Service"] 
     schedulesSyncFile: (req) =>
       attemptOrRefuse<SyncResult, ScheduleSourceConflict>("sync file schedules", () => syncFile.immediate(req.schedules, req.now) as SyncResult | ScheduleSourceConflict),
     schedulesUpsert: (req) =>
-      attemptOrRefuse<StoredSchedule, ScheduleSourceConflict | ScheduleReadOnly>(
-        "upsert schedule",
-        () => upsert.immediate(req.schedule, req.source, req.now) as StoredSchedule | ScheduleSourceConflict | ScheduleReadOnly
-      ),
-    schedulesDelete: (req) =>
-      attemptOrRefuse<void, Refusal>("delete schedule", () => remove.immediate(req.id)),
+      attemptOrRefuse<StoredSchedule, ScheduleSourceConflict | ScheduleReadOnly>("upsert schedule", () => upsert.immediate(req.schedule, req.source, req.now)),
+    schedulesDelete: (req) => attemptOrRefuse<void, Refusal>("delete schedule", () => remove.immediate(req.id)),
     schedulesSetPaused: (req) =>
-      attemptOrRefuse<StoredSchedule, ScheduleNotFound | ScheduleReadOnly>(
-        "pause schedule",
-        () => pause.immediate(req.id, req.paused, req.now, req.nextDueAt) as StoredSchedule | ScheduleNotFound | ScheduleReadOnly
-      ),
+      attemptOrRefuse<StoredSchedule, ScheduleNotFound | ScheduleReadOnly>("pause schedule", () => pause.immediate(req.id, req.paused, req.now, req.nextDueAt)),
     schedulesList: (req) =>
       attempt("list schedules", () => (req?.includeRetired ? allRows.all() : liveRows.all()).map(toSchedule)),
     schedulesGet: (id) =>

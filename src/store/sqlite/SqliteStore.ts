@@ -244,25 +244,13 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
   const applyOutcome = (o: Exclude<Outcome, { kind: "succeeded" }>): boolean => {
     const fence = [o.id, o.workerId, o.attempt] as const
     const error = errorTextOf(o)
-    let state: ExecutionState
-    switch (o.kind) {
-      case "retry": {
-        const row = finishRetry.get(o.runAt, o.now, error, ...fence, expiredBeforeOf(o))
-        if (row === null) return false
-        state = row.state
-        break
-      }
-      case "failed":
-        if (finishFailed.run(error, o.now, ...fence, expiredBeforeOf(o)).changes !== 1) return false
-        state = "failed"
-        break
-      case "cancelled":
-        if (finishCancelled.run(error, o.now, ...fence).changes !== 1) return false
-        state = "cancelled"
-        break
-      case "released":
-        return finishReleased.run(o.now, ...fence).changes === 1
-    }
+    if (o.kind === "released") return finishReleased.run(o.now, ...fence).changes === 1
+    const state = o.kind === "retry"
+      ? finishRetry.get(o.runAt, o.now, error, ...fence, expiredBeforeOf(o))?.state
+      : (o.kind === "failed" ? finishFailed.run(error, o.now, ...fence, expiredBeforeOf(o)) : finishCancelled.run(error, o.now, ...fence)).changes === 1
+      ? o.kind
+      : undefined
+    if (state === undefined) return false
     insertAttempt.run(o.id, o.attempt, o.workerId, o.startedAt, o.now, endedAttemptOutcome(attemptOutcomeOf(o)!, state), error)
     return true
   }
@@ -290,9 +278,6 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
       params: clauses.map((c) => c.value)
     }
   }
-
-  const attempt = <A>(what: string, f: () => A): Effect.Effect<A, StoreError> =>
-    Effect.try({ try: f, catch: (cause) => toStoreError(what, cause) })
 
   return Store.of({
     migrate: Effect.flatMap(Clock.currentTimeMillis, (now) => attempt("migrate", () => void applyMigrations(db, now))),
@@ -389,6 +374,9 @@ const storeError = (message: string, cause: unknown): StoreError => {
 /** Maps a SQLite failure to one readable StoreError (a StoreError passes through). */
 export const toStoreError = (what: string, cause: unknown): StoreError =>
   cause instanceof StoreError ? cause : storeError(`${what}: ${cause instanceof Error ? cause.message : String(cause)}`, cause)
+
+/** Runs a synchronous store call, mapping a SQLite failure to one readable StoreError. */
+export const attempt = <A>(what: string, f: () => A): Effect.Effect<A, StoreError> => Effect.try({ try: f, catch: (cause) => toStoreError(what, cause) })
 
 /** Opens, configures and migrates the file in the current scope (closed with it). */
 export const acquireDatabase = (options: SqliteOptions) =>
