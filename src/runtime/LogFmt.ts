@@ -2,7 +2,7 @@
  * The stderr log format: the same logfmt line, byte for byte, as Effect's
  * `Logger.formatLogFmt`, written for a worker that logs a line per job. Labels and
  * level names are sanitised once and cached, plain values are recognised with `test`
- * instead of `match`, and the fiber id needs no helper. tests/cli/LogFmt.test.ts
+ * instead of `match`, and the fiber id needs no helper. tests/runtime/LogFmt.test.ts
  * compares it with `Logger.formatLogFmt` over messages, causes, spans and annotations.
  */
 import { Cause, Formatter, Logger, References } from "effect"

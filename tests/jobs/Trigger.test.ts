@@ -3,7 +3,7 @@
  * once right after the gap, Vixie cron's rule, while a wildcard pattern has no fire
  * there; a repeated wall time fires once, at its first occurrence, unless the hour field
  * is `*`), anchored intervals, and validation. A property test compares cron fires with
- * a brute-force minute scan of the wall clock; tests/jobs/Trigger-dst.test.ts checks
+ * a brute-force minute scan of the wall clock; tests/jobs/trigger-dst.test.ts checks
  * daily and weekly fires over whole years in every DST zone.
  */
 import { describe, expect, test } from "bun:test"

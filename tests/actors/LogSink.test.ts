@@ -48,7 +48,7 @@ describe("handler logs", () => {
     ])
     expect(JSON.parse(logs.lines[0]!.annotations!)).toEqual({ customer: "c-1" })
     expect(logs.lines[1]!.message).toContain("kaboom in attempt 1")
-    expect(logs.lines[1]!.message).toMatch(/at .*logs\.test\.ts/)
+    expect(logs.lines[1]!.message).toMatch(/at .*LogSink\.test\.ts/)
     expect(logs.drops).toEqual([])
   })
 
