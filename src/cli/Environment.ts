@@ -11,7 +11,7 @@
 import { Effect, Layer } from "effect"
 import { missingDatabase } from "../store/sqlite/SqliteConnection.ts"
 import * as Config from "../runtime/Config.ts"
-import * as RegistryBuilder from "../runtime/Registry.ts"
+import * as RegistryBuilder from "../runtime/RegistryLoader.ts"
 import * as Roster from "../runtime/Roster.ts"
 import { Embedded } from "./Embedded.ts"
 

@@ -28,7 +28,7 @@ import type { RosterConfig } from "./Config.ts"
 import * as Core from "./Core.ts"
 import type { EnqueueOptions } from "./Enqueue.ts"
 import * as Logging from "./Logging.ts"
-import * as RegistryBuilder from "./Registry.ts"
+import * as RegistryBuilder from "./RegistryLoader.ts"
 import * as SchedulerRuntime from "./SchedulerRuntime.ts"
 import * as Worker from "./Worker.ts"
 

@@ -8,7 +8,7 @@ import { Effect, Schema } from "effect"
 import { discoverJobs, discoverSchedules, type EmbeddedApps } from "../../src/jobs/Discovery.ts"
 import * as Job from "../../src/jobs/Job.ts"
 import * as JobSchedule from "../../src/jobs/JobSchedule.ts"
-import * as RegistryBuilder from "../../src/runtime/Registry.ts"
+import * as RegistryBuilder from "../../src/runtime/RegistryLoader.ts"
 
 const job = (id: string) => Job.make({ id, payload: Schema.Struct({}), handler: () => Effect.void })
 
