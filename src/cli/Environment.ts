@@ -11,7 +11,7 @@
 import { Effect, Layer } from "effect"
 import { missingDatabase } from "../store/sqlite/SqliteConnection.ts"
 import * as Config from "../runtime/Config.ts"
-import * as RegistryBuilder from "../runtime/RegistryLoader.ts"
+import * as RegistryLoader from "../runtime/RegistryLoader.ts"
 import * as Roster from "../runtime/Roster.ts"
 import { Embedded } from "./Embedded.ts"
 
@@ -27,7 +27,7 @@ export const loadConfig = Effect.gen(function*() {
 export const loadRegistry = (config: Config.RosterConfig) =>
   Effect.gen(function*() {
     const embedded = yield* Embedded
-    return yield* RegistryBuilder.build(config, embedded?.apps)
+    return yield* RegistryLoader.build(config, embedded?.apps)
   })
 
 /** Fails with the `missing` StoreError when the config names a SQLite file that does not exist. */

@@ -28,7 +28,7 @@ import type { RosterConfig } from "./Config.ts"
 import * as Core from "./Core.ts"
 import type { EnqueueOptions } from "./Enqueue.ts"
 import * as Logging from "./Logging.ts"
-import * as RegistryBuilder from "./RegistryLoader.ts"
+import * as RegistryLoader from "./RegistryLoader.ts"
 import * as SchedulerRuntime from "./SchedulerRuntime.ts"
 import * as Worker from "./Worker.ts"
 
@@ -86,7 +86,7 @@ export type Provided = Client | Core.Core | Store | ScheduleStore
 const resolve = (config: RosterConfig, configDir: Config.ConfigDir | undefined) =>
   Effect.gen(function*() {
     const resolved = yield* Config.resolveEmbedded(config, configDir)
-    return { config: resolved, registry: yield* RegistryBuilder.build(resolved) }
+    return { config: resolved, registry: yield* RegistryLoader.build(resolved) }
   })
 
 /** The embeddable Layer: provides the Client (and Store, Core), and runs a worker and/or the scheduler if asked. */

@@ -23,7 +23,7 @@ import { Client, type EnqueueError } from "../runtime/Client.ts"
 import type { RosterConfig, WorkerSettings } from "../runtime/Config.ts"
 import type { Core } from "../runtime/Core.ts"
 import type { EnqueueOptions } from "../runtime/Enqueue.ts"
-import * as RegistryBuilder from "../runtime/RegistryLoader.ts"
+import * as RegistryLoader from "../runtime/RegistryLoader.ts"
 import * as Roster from "../runtime/Roster.ts"
 import * as SchedulerRuntime from "../runtime/SchedulerRuntime.ts"
 import * as Worker from "../runtime/Worker.ts"
@@ -173,7 +173,7 @@ export const make = <const Jobs extends ReadonlyArray<AnyJob>, ROut = never, E =
     // Built here rather than by the worker so that `run` reaches the instances the handlers use.
     const services = options.services ? yield* inBase(Layer.build(options.services)) : Context.empty()
     if (options.services) config = { ...config, services: Layer.succeedContext(services) }
-    const registry = yield* RegistryBuilder.build(config)
+    const registry = yield* RegistryLoader.build(config)
     const roster = yield* inBase(Layer.build(Roster.layerWithRegistry(config, registry)))
     const runtime = Context.merge(base, roster)
     const inRuntime = <A, E2, R>(effect: Effect.Effect<A, E2, R>) => Effect.provide(effect, runtime)

@@ -11,7 +11,7 @@ import { Command, Flag } from "effect/cli"
 import { existsSync, mkdirSync, renameSync, statSync, writeFileSync } from "node:fs"
 import { dirname, join, relative, resolve } from "node:path"
 import * as Config from "../../runtime/Config.ts"
-import * as RegistryBuilder from "../../runtime/RegistryLoader.ts"
+import * as RegistryLoader from "../../runtime/RegistryLoader.ts"
 import { appModulesOnDisk, entryDirOf, entryFileOf, entrySource } from "../BuildEntry.ts"
 import { Embedded } from "../Embedded.ts"
 import { CliFailure, printLine } from "../Output.ts"
@@ -49,8 +49,8 @@ export const build = Command.make(
       const started = yield* Clock.currentTimeMillis
       const config = yield* Config.load(projectDir)
       // Fail before compiling on anything `roster check` would reject.
-      const registry = yield* RegistryBuilder.build(config)
-      const appsDir = RegistryBuilder.appsDirOf(config)
+      const registry = yield* RegistryLoader.build(config)
+      const appsDir = RegistryLoader.appsDirOf(config)
       const configFile = resolve(projectDir, "roster.config.ts")
       const plan = {
         // From the package, this module is dist/cli/commands/build.js next to main.js.

@@ -6,7 +6,7 @@ import { existsSync } from "node:fs"
 import { Effect } from "effect"
 import { Command, Flag } from "effect/cli"
 import { Store } from "../../store/Store.ts"
-import * as RegistryBuilder from "../../runtime/RegistryLoader.ts"
+import * as RegistryLoader from "../../runtime/RegistryLoader.ts"
 import type { RosterConfig } from "../../runtime/Config.ts"
 import { databaseOf, isPostgresUrl } from "../../runtime/Roster.ts"
 import { Embedded } from "../Embedded.ts"
@@ -50,7 +50,7 @@ export const check = Command.make(
       const embedded = yield* Embedded
       const report = {
         ok: true,
-        appsDir: embedded?.apps.appsDir ?? RegistryBuilder.appsDirOf(config),
+        appsDir: embedded?.apps.appsDir ?? RegistryLoader.appsDirOf(config),
         embedded: embedded !== undefined,
         queues: [...registry.queues.values()],
         jobs: [...registry.jobs.values()].map((j) => ({ id: j.id, queue: j.queue, file: registry.sources.get(j.id) ?? null })),
