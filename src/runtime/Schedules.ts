@@ -67,8 +67,6 @@ const toSpec = (input: StudioScheduleInput, now: number) =>
     const bad = (message: string) => new InvalidDefinition({ id: input.id, message: `schedule "${input.id}": ${message}` })
     if (!parseId(input.id)) return yield* bad("id must be <app>/<schedule>, both kebab-case")
     if (input.id.length > maxIdLength) return yield* bad(`id must be at most ${maxIdLength} characters, got ${input.id.length}`)
-    const reserved = reservedIdProblem(input.id)
-    if (reserved) return yield* bad(reserved)
     const job = core.registry.jobs.get(input.job)
     if (!job) return yield* new UnknownJob({ job: input.job, message: `schedule "${input.id}" targets unknown job "${input.job}"` })
     if ((input.cron === undefined) === (input.everyMs === undefined)) return yield* bad("give exactly one of --cron or --every-ms")
@@ -146,6 +144,10 @@ export const Schedules = {
     }),
   create: (input: StudioScheduleInput) =>
     Effect.gen(function*() {
+      // The roster app is Roster's own: no new studio schedule in it. (Updating one that
+      // exists meets the store's own refusal: a system row cannot be edited.)
+      const reserved = reservedIdProblem(input.id)
+      if (reserved) return yield* new InvalidDefinition({ id: input.id, message: `schedule "${input.id}": ${reserved}` })
       const now = yield* Clock.currentTimeMillis
       const store = yield* ScheduleStore
       if (yield* store.schedulesGet(input.id)) {
