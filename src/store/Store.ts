@@ -139,6 +139,17 @@ export interface StoreChange {
   readonly dueAt: number
 }
 
+/**
+ * A queue's stored state. The store keeps it for any queue name, declared in this
+ * process's config or not, so a worker built from another config still honours it.
+ */
+export interface QueueState {
+  readonly queue: string
+  readonly paused: boolean
+  /** When the current pause began; null when not paused. */
+  readonly pausedAt: number | null
+}
+
 /** What `executionsCancel` did. */
 export type CancelResult = "cancelled" | "requested" | "already-finished"
 
@@ -148,7 +159,7 @@ export class Store extends Context.Service<Store, {
   readonly migrate: Effect.Effect<void, StoreError>
   /** Inserts executions in one transaction; an existing (job, idempotency key) returns the existing id. */
   readonly executionsInsert: (rows: ReadonlyArray<InsertRequest>) => Effect.Effect<ReadonlyArray<InsertResult>, StoreError>
-  /** Claims due executions in claim order (priority DESC, run_at, id), leasing them to the worker. */
+  /** Claims due executions in claim order (priority DESC, run_at, id), leasing them to the worker; a paused queue gives none. */
   readonly executionsClaim: (req: ClaimRequest) => Effect.Effect<ReadonlyArray<Execution>, StoreError>
   /**
    * Applies outcomes in one transaction; returns, for each, whether it was applied
@@ -169,7 +180,8 @@ export class Store extends Context.Service<Store, {
   readonly executionsExpired: (req: { readonly now: number; readonly limit: number }) => Effect.Effect<ReadonlyArray<Execution>, StoreError>
   /**
    * Whether any work remains for these (queue, jobs) pairs: a due queued execution, or a
-   * running one whose lease expired (it will come back). Used by `--exit-when-idle`.
+   * running one whose lease expired (it will come back). A paused queue's executions
+   * are not work. Used by `--exit-when-idle`.
    */
   readonly executionsHasWork: (req: { readonly queues: ReadonlyArray<{ readonly queue: string; readonly jobs: ReadonlyArray<string> }>; readonly now: number }) => Effect.Effect<boolean, StoreError>
   readonly executionsGet: (id: string) => Effect.Effect<Execution | null, StoreError>
@@ -201,6 +213,16 @@ export class Store extends Context.Service<Store, {
    * connection, reconnecting by itself). Wake-ups are hints: polling stays the fallback.
    */
   readonly watchChanges: (options: { readonly pollMs: number; readonly onChange: (change: StoreChange) => void }) => Effect.Effect<void, StoreError>
+  /**
+   * Pauses a queue: from this commit on, no claim takes its executions (the claim reads
+   * the pause in the same statement); enqueues are still accepted. Any name is
+   * accepted. Returns whether it was not paused before.
+   */
+  readonly queuesPause: (req: { readonly queue: string; readonly now: number }) => Effect.Effect<boolean, StoreError>
+  /** Resumes a paused queue (and, on PostgreSQL, wakes other processes' Dispatchers); returns whether it was paused. */
+  readonly queuesResume: (req: { readonly queue: string; readonly now: number }) => Effect.Effect<boolean, StoreError>
+  /** Every queue with a stored state (paused now, or paused once), ordered by name. */
+  readonly queuesList: Effect.Effect<ReadonlyArray<QueueState>, StoreError>
   /**
    * Per queue that has executions: counts by state, and the run_at of the oldest queued
    * execution due at `now`. Read-only; scans the table (dashboard, metrics scrapes).

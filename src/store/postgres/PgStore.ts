@@ -33,6 +33,7 @@ import type { ExecutionFilter, Outcome } from "../Store.ts"
 import { Store, StoreError } from "../Store.ts"
 import { insertExecutions } from "./ExecutionInsert.ts"
 import * as InDoubt from "./InDoubt.ts"
+import { makePgQueues } from "./PgQueues.ts"
 import { makePgScheduleStore } from "./PgScheduleStore.ts"
 import { makePgStats } from "./PgStats.ts"
 import { watchWakeups } from "./PgWakeups.ts"
@@ -167,6 +168,9 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
          WHERE id IN (
            SELECT id FROM roster_executions
             WHERE state = 'queued' AND queue = ${req.queue} AND run_at <= ${req.now} AND job = ANY(${textArray(req.jobs)}::text[])
+              -- A paused queue gives nothing, read in this statement (no check-then-claim race);
+              -- uncorrelated, so it is an InitPlan evaluated once per claim.
+              AND NOT EXISTS (SELECT 1 FROM roster_queues WHERE name = ${req.queue} AND paused)
             ORDER BY priority DESC, run_at, id
             LIMIT ${req.limit}
             FOR UPDATE SKIP LOCKED)
@@ -259,7 +263,8 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
           if (q.jobs.length === 0) continue
           const [due] = yield* sql`
             SELECT 1 AS one FROM roster_executions
-             WHERE state = 'queued' AND queue = ${q.queue} AND run_at <= ${req.now} AND job = ANY(${textArray(q.jobs)}::text[]) LIMIT 1`
+             WHERE state = 'queued' AND queue = ${q.queue} AND run_at <= ${req.now} AND job = ANY(${textArray(q.jobs)}::text[])
+               AND NOT EXISTS (SELECT 1 FROM roster_queues WHERE name = ${q.queue} AND paused) LIMIT 1`
           if (due) return true
         }
         return false
@@ -322,7 +327,8 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
         return { lines: lines.map(toLogLine), drops: drops.map(toLogDrops) }
       })),
     watchChanges: ({ onChange }) => watchWakeups(sql, { origin, onChange }),
-    ...makePgStats(sql, op)
+    ...makePgStats(sql, op),
+    ...makePgQueues(sql, op, origin)
   })
 }
 

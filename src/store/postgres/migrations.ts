@@ -163,5 +163,18 @@ export const migrations: ReadonlyArray<Migration> = [
       // The enqueue's W3C traceparent; the run's span continues it (NULL: no span at enqueue).
       `ALTER TABLE roster_executions ADD COLUMN trace_context TEXT`
     ]
+  },
+  {
+    version: 5,
+    name: "queue pause",
+    statements: [
+      // One row per queue that was ever paused, declared in some config or not. A paused
+      // queue claims nothing (the claim reads this row in the same statement).
+      `CREATE TABLE roster_queues (
+  name TEXT COLLATE "C" PRIMARY KEY,
+  paused BOOLEAN NOT NULL DEFAULT false,
+  paused_at BIGINT
+)`
+    ]
   }
 ]

@@ -14,6 +14,7 @@ import { type AttemptRow, byClaimOrder, type ExecutionRow, type LogDropsRow, typ
 import { attemptOutcomeOf, cancelOf, claimsNothing, countsOf, endedAttemptOutcome, errorTextOf, expiredBeforeOf, filterClauses, pageLimit, pruneLimit, withSucceededAttempt } from "../ExecutionRules.ts"
 import type { CancelResult, ExecutionFilter, InsertRequest, InsertResult, Outcome } from "../Store.ts"
 import { Store, StoreError, type StoreErrorReason } from "../Store.ts"
+import { makeSqliteQueues } from "./SqliteQueues.ts"
 import { makeSqliteStats } from "./SqliteStats.ts"
 import { applyMigrations, openDatabase, type SqliteOptions } from "./SqliteConnection.ts"
 
@@ -119,6 +120,9 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
       WHERE id IN (
         SELECT id FROM roster_executions INDEXED BY roster_executions_claim
          WHERE state = 'queued' AND queue = ?4 AND run_at <= ?3 AND job IN (SELECT value FROM json_each(?5))
+           -- A paused queue gives nothing, read in this statement (no check-then-claim race);
+           -- uncorrelated, so SQLite evaluates it once per claim.
+           AND NOT EXISTS (SELECT 1 FROM roster_queues WHERE name = ?4 AND paused)
          ORDER BY priority DESC, run_at, id
          LIMIT ?6)
       RETURNING *`
@@ -176,7 +180,8 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
   )
   const hasDue = db.query<{ one: number }, [string, number, string]>(
     `SELECT 1 AS one FROM roster_executions INDEXED BY roster_executions_claim
-      WHERE state = 'queued' AND queue = ? AND run_at <= ? AND job IN (SELECT value FROM json_each(?)) LIMIT 1`
+      WHERE state = 'queued' AND queue = ?1 AND run_at <= ?2 AND job IN (SELECT value FROM json_each(?3))
+        AND NOT EXISTS (SELECT 1 FROM roster_queues WHERE name = ?1 AND paused) LIMIT 1`
   )
   const hasExpired = db.query<{ one: number }, [number]>(
     "SELECT 1 AS one FROM roster_executions INDEXED BY roster_executions_expiry WHERE state = 'running' AND lease_expires_at < ? LIMIT 1"
@@ -342,7 +347,8 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
           }
         }
       }),
-    ...makeSqliteStats(db, attempt)
+    ...makeSqliteStats(db, attempt),
+    ...makeSqliteQueues(db, attempt)
   })
 }
 

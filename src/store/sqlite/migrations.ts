@@ -144,5 +144,18 @@ CREATE TABLE roster_log_drops (
 -- The enqueue's W3C traceparent; the run's span continues it (NULL: no span at enqueue).
 ALTER TABLE roster_executions ADD COLUMN trace_context TEXT;
 `
+  },
+  {
+    version: 5,
+    name: "queue pause",
+    sql: `
+-- One row per queue that was ever paused, declared in some config or not. A paused
+-- queue claims nothing (the claim reads this row in the same statement).
+CREATE TABLE roster_queues (
+  name TEXT PRIMARY KEY,
+  paused INTEGER NOT NULL DEFAULT 0,
+  paused_at INTEGER
+) STRICT, WITHOUT ROWID;
+`
   }
 ]
