@@ -4,7 +4,8 @@
  * A change that names its queue goes through the WakeBus to that queue's Dispatchers,
  * with its due time; an unspecified change wakes every Dispatcher. A busy worker is
  * woken often and finds nothing new, which costs one cheap claim; an idle worker picks
- * up another process's enqueue at once instead of after one poll interval.
+ * up another process's enqueue at once instead of after one poll interval. A change that
+ * only wrote outcomes wakes no Dispatcher (it is for waiters: Client.waitFor).
  */
 import { Store } from "../store/Store.ts"
 import type { WakeBus } from "./WakeBus.ts"
@@ -14,6 +15,10 @@ export const loop = (options: { readonly intervalMs: number; readonly wake: (now
   Store.use((store) =>
     store.watchChanges({
       pollMs: options.intervalMs,
-      onChange: (change) =>
-        change.queue === null || options.bus === undefined ? options.wake(change.dueAt) : options.bus.notify(change.queue, change.dueAt)
+      onChange: (change) => {
+        // Outcomes bring no new work (a retry's return to the queue has its own wake-up).
+        if (change.outcome) return
+        if (change.queue === null || options.bus === undefined) options.wake(change.dueAt)
+        else options.bus.notify(change.queue, change.dueAt)
+      }
     }))

@@ -5,7 +5,8 @@
  * commit — then answers each caller. While one transaction is being written, the
  * next batch accumulates, so the cost of an fsync is shared by everyone waiting.
  *
- * After a commit it notifies the in-process Dispatchers of newly due work. On scope
+ * After a commit it notifies the in-process Dispatchers of newly due work, and the
+ * in-process waiters of each execution whose outcome it wrote. On scope
  * close it stops taking new messages and drains what is already in the mailbox.
  *
  * Its mailbox is bounded ({@link capacity} messages): a producer that outruns the
@@ -67,6 +68,7 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
         if (exit._tag === "Success") {
           for (const [j, m] of finishes.entries()) {
             Deferred.doneUnsafe(m.reply, Exit.succeed(exit.value[j] ?? false))
+            if (exit.value[j]) bus.notifyOutcome(m.outcome.id)
             if (exit.value[j] && m.outcome.kind === "retry") bus.notify(m.queue, m.outcome.runAt)
           }
         } else {

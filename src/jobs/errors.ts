@@ -116,3 +116,10 @@ export class RosterClosed extends Data.TaggedError("RosterClosed")<{
 export class AlreadyRunning extends Data.TaggedError("AlreadyRunning")<{
   readonly message: string
 }> {}
+
+/** `waitFor` gave up: the execution had not ended within the timeout (it goes on; only the wait ended). */
+export class WaitTimeout extends Data.TaggedError("WaitTimeout")<{
+  readonly id: string
+  readonly timeoutMs: number
+  readonly message: string
+}> {}

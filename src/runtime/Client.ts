@@ -1,15 +1,23 @@
 /**
  * `Roster.Client`: what an application does with Roster — enqueue (one, or many in one
- * transaction), read executions, cancel and retry. Enqueues go through the Recorder, so
- * concurrent callers share one transaction, and wake this process's Dispatchers at once.
+ * transaction), read executions, cancel, retry and wait for one to end. Enqueues go
+ * through the Recorder, so concurrent callers share one transaction, and wake this
+ * process's Dispatchers at once.
+ *
+ * Waiting is woken by commits, never by a timer: this process's own outcomes through
+ * the WakeBus, other processes' through one change watcher (SQLite's data_version,
+ * PostgreSQL's outcome notices) that runs while anyone waits and stops when the last
+ * waiter leaves. Each wake-up costs one read of the waited row.
  */
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Duration, Effect, Layer, RcRef } from "effect"
 import type { Job } from "../jobs/Job.ts"
-import { ExecutionNotFound, InvalidEnqueueOption, InvalidPayload, InvalidTransition, NotJsonSafe, PayloadTooDeep, PayloadTooLarge, UnknownJob } from "../jobs/errors.ts"
+import { ExecutionNotFound, InvalidEnqueueOption, InvalidPayload, InvalidTransition, NotJsonSafe, PayloadTooDeep, PayloadTooLarge, UnknownJob, WaitTimeout } from "../jobs/errors.ts"
 import type { Attempt, Execution, ExecutionState, LogDrops, LogLine, Step } from "../store/Execution.ts"
 import type { CancelResult, ExecutionFilter, InsertRequest, InsertResult } from "../store/Store.ts"
 import { Store, StoreError } from "../store/Store.ts"
 import { Core } from "./Core.ts"
+import { supervise } from "../actors/supervise.ts"
+import { workerSettings } from "./Config.ts"
 import { traceContextOf } from "../actors/ExecutionSpan.ts"
 import { defaultMaxPayloadBytes, type EnqueueRefusal, prepareRetry, prepareRow, type EnqueueOptions } from "./Enqueue.ts"
 
@@ -45,6 +53,15 @@ export interface ExecutionDetail extends Execution {
 /** A Job given by value or by id. */
 export type JobRef = Job<any, any, any> | string
 
+/** The states an execution ends in: `waitFor` returns once it is in one. */
+export const endStates: ReadonlySet<ExecutionState> = new Set(["succeeded", "failed", "cancelled"])
+
+/** Options of `waitFor`. */
+export interface WaitOptions {
+  /** How long to wait (a Duration input: ms, "30 seconds", ...); default: until it ends. */
+  readonly timeout?: Duration.Input | undefined
+}
+
 /** The Client service. */
 export class Client extends Context.Service<Client, {
   readonly enqueue: (job: JobRef, payload: unknown, options?: EnqueueOptions) => Effect.Effect<InsertResult, EnqueueError>
@@ -62,6 +79,11 @@ export class Client extends Context.Service<Client, {
   readonly cancel: (id: string) => Effect.Effect<CancelResult, ExecutionNotFound | StoreError>
   /** Creates a new execution with the same payload, linked to a failed or cancelled one. */
   readonly retry: (id: string) => Effect.Effect<InsertResult, ExecutionNotFound | InvalidTransition | StoreError>
+  /**
+   * Waits until the execution has ended (succeeded, failed or cancelled) and returns it;
+   * at once if it already has. Woken by commits (this process's and others'), not by polling.
+   */
+  readonly waitFor: (id: string, options?: WaitOptions) => Effect.Effect<Execution, ExecutionNotFound | WaitTimeout | StoreError>
 }>()("roster/Client") {}
 
 /** Builds the Client over the Core and the Store. */
@@ -71,6 +93,56 @@ export const layer: Layer.Layer<Client, never, Core | Store> = Layer.effect(
     const core = yield* Core
     const store = yield* Store
     const maxBytes = core.config.maxPayloadBytes ?? defaultMaxPayloadBytes
+
+    // Every waiter's wake-up, called on any other process's commit while the watcher runs.
+    const waiters = new Set<() => void>()
+    const { watchMs } = workerSettings(core.config)
+    // One watcher for all waiters of this process: started by the first, stopped with the
+    // last. ROSTER_WATCH_MS=0 turns it off, as for the worker: only this process's commits wake.
+    const watcher = yield* RcRef.make({
+      acquire: watchMs <= 0 ? Effect.void : Effect.asVoid(Effect.forkScoped(supervise("WaitWatcher", store.watchChanges({
+        pollMs: watchMs,
+        onChange: () => waiters.forEach((wake) => wake())
+      }))))
+    })
+
+    /** Reads the row once per wake-up until it has ended; the wake-ups are registered before the first read. */
+    const awaitEnd = (id: string) =>
+      Effect.scoped(Effect.gen(function*() {
+        let woken = true
+        let signal: (() => void) | undefined
+        const wake = () => {
+          woken = true
+          signal?.()
+        }
+        yield* Effect.acquireRelease(
+          Effect.sync(() => {
+            waiters.add(wake)
+            return core.bus.subscribeOutcome(id, wake)
+          }),
+          (unsubscribe) => Effect.sync(() => {
+            waiters.delete(wake)
+            unsubscribe()
+          })
+        )
+        yield* RcRef.get(watcher)
+        while (true) {
+          if (!woken) {
+            yield* Effect.callback<void>((resume) => {
+              signal = () => resume(Effect.void)
+              if (woken) resume(Effect.void)
+              return Effect.sync(() => {
+                signal = undefined
+              })
+            })
+            signal = undefined
+          }
+          woken = false
+          const execution = yield* store.executionsGet(id)
+          if (!execution) return yield* new ExecutionNotFound({ id, message: `no execution ${id}` })
+          if (endStates.has(execution.state)) return execution
+        }
+      }))
 
     const resolveJob = (ref: JobRef): Job | UnknownJob => {
       const id = typeof ref === "string" ? ref : ref.id
@@ -120,6 +192,7 @@ export const layer: Layer.Layer<Client, never, Core | Store> = Layer.effect(
           const now = yield* Clock.currentTimeMillis
           const result = yield* store.executionsCancel({ id, now })
           if (result === null) return yield* new ExecutionNotFound({ id, message: `no execution ${id}` })
+          if (result === "cancelled") core.bus.notifyOutcome(id)
           return result
         }),
       retry: (id) =>
@@ -133,7 +206,17 @@ export const layer: Layer.Layer<Client, never, Core | Store> = Layer.effect(
           const [result] = yield* core.recorder.insert([prepareRetry(original, now)])
           if (!result) return yield* new StoreError({ message: "insert returned no row" })
           return result
-        })
+        }),
+      waitFor: (id, options = {}) => {
+        if (options.timeout === undefined) return awaitEnd(id)
+        const timeoutMs = Duration.toMillis(Duration.fromInputUnsafe(options.timeout))
+        return awaitEnd(id).pipe(
+          Effect.timeoutOrElse({
+            duration: timeoutMs,
+            orElse: () => Effect.fail(new WaitTimeout({ id, timeoutMs, message: `execution ${id} had not ended after ${timeoutMs} ms` }))
+          })
+        )
+      }
     })
   })
 )

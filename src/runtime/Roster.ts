@@ -4,7 +4,7 @@
  *   `Roster.Client` (and the Store), optionally running a worker and/or the scheduler
  *   inside the app's scope; with a worker it requires what the Jobs' handlers require;
  * - `Roster.open(config)`: the same operations as Promises for apps not written with
- *   Effect, with `startWorker` / `stopWorker`, `startScheduler` / `stopScheduler` and `close`.
+ *   Effect, with `waitFor`, `startWorker` / `stopWorker`, `startScheduler` / `stopScheduler` and `close`.
  * Both complete the app's config by the one rule of Config.ts: roster.config.ts under
  * it, ROSTER_* over it, so the app and a `roster worker` in the same folder with the
  * same environment use one database.
@@ -125,6 +125,11 @@ export interface RosterHandle {
   readonly count: (filter?: ExecutionFilter) => Promise<Record<ExecutionState, number>>
   readonly cancel: (id: string) => Promise<CancelResult>
   readonly retry: (id: string) => Promise<InsertResult>
+  /**
+   * Resolves with the execution once it has ended (succeeded, failed or cancelled);
+   * rejects with WaitTimeout after `timeout`, ExecutionNotFound for an unknown id.
+   */
+  readonly waitFor: (id: string, options?: ClientModule.WaitOptions) => Promise<Execution>
   /** Runs a worker in this process for the Jobs this handle was given; rejects with AlreadyRunning if one runs. */
   readonly startWorker: (options?: Worker.WorkerOptions) => Promise<void>
   /** Stops the worker gracefully (in-flight work finishes or is released). */
@@ -187,6 +192,7 @@ export const open = async <const C extends RosterConfig>(config: C & ServicesChe
     count: (filter) => use((c) => c.count(filter)),
     cancel: (id) => use((c) => c.cancel(id)),
     retry: (id) => use((c) => c.retry(id)),
+    waitFor: (id, options) => use((c) => c.waitFor(id, options)),
     startWorker: (options) => worker.start(Effect.flatMap(Worker.start(options), (h) => Breaker.reportWhenBroken("worker", h.broken))),
     stopWorker: worker.stop,
     startScheduler: (options) => scheduler.start(Effect.flatMap(SchedulerRuntime.start(options), (s) => Breaker.reportWhenBroken("scheduler", s.broken))),

@@ -132,11 +132,14 @@ export interface ThroughputBucket {
 
 /**
  * A hint that another process changed the store: new or returning work on `queue`
- * due at `dueAt`, or (`queue` null) something unspecified, to be looked for at `dueAt`.
+ * due at `dueAt`, or (`queue` null) something unspecified, to be looked for at `dueAt`;
+ * `outcome` marks a change that only wrote outcomes (no new work: workers may skip it,
+ * whoever waits for an execution reads it again).
  */
 export interface StoreChange {
   readonly queue: string | null
   readonly dueAt: number
+  readonly outcome?: true | undefined
 }
 
 /**
@@ -211,6 +214,8 @@ export class Store extends Context.Service<Store, {
    * Watches for other processes' commits until interrupted, calling `onChange` for each
    * (SQLite: polls data_version every `pollMs`; PostgreSQL: LISTEN/NOTIFY on its own
    * connection, reconnecting by itself). Wake-ups are hints: polling stays the fallback.
+   * Once watching (and again after each reconnect) it reports one unspecified change, so
+   * a caller that read before the watch began reads again and misses no commit.
    */
   readonly watchChanges: (options: { readonly pollMs: number; readonly onChange: (change: StoreChange) => void }) => Effect.Effect<void, StoreError>
   /**

@@ -1,9 +1,10 @@
 /**
- * `roster executions list|show|count`: read executions without SQL.
+ * `roster executions list|show|logs|count|cancel|retry|wait`: read executions without
+ * SQL, act on them, and wait for one to end (woken by commits, see Client.waitFor).
  */
-import { Clock, Effect, Option } from "effect"
+import { Clock, Duration, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import { states, type ExecutionState, type LogLine } from "../../store/Execution.ts"
+import { states, type Execution, type ExecutionState, type LogLine } from "../../store/Execution.ts"
 import { Store } from "../../store/Store.ts"
 import { Client } from "../../runtime/Client.ts"
 import { runtimeLayerExisting, storeLayer } from "../Environment.ts"
@@ -71,6 +72,25 @@ const list = Command.make(
     }).pipe(Effect.provide(storeLayer))
 ).pipe(Command.withDescription("List executions, newest first"))
 
+/** The `show --json` document of an execution: its summary with payload, result, attempts, steps and logs. */
+const detailOf = (e: Execution) =>
+  Effect.gen(function*() {
+    const store = yield* Store
+    const attempts = yield* store.attemptsList(e.id)
+    const steps = yield* store.stepsList(e.id)
+    const logs = yield* store.logsList(e.id)
+    const detail = {
+      ...executionSummary(e),
+      payload: e.payload,
+      result: e.result,
+      attempts: attempts.map((a) => ({ ...a, startedAt: isoTime(a.startedAt), finishedAt: isoTime(a.finishedAt) })),
+      steps: steps.map((s) => ({ name: s.name, attempt: s.attempt, output: parseStored(s.output), createdAt: isoTime(s.createdAt) })),
+      logs: logs.lines.map(logJson),
+      droppedLogLines: logs.drops.map((d) => ({ attempt: d.attempt, dropped: d.dropped }))
+    }
+    return { detail, logs }
+  })
+
 const show = Command.make(
   "show",
   { id: Argument.String("id").pipe(Argument.withDescription("the execution id")), json },
@@ -79,18 +99,7 @@ const show = Command.make(
       const store = yield* Store
       const e = yield* store.executionsGet(flags.id)
       if (!e) return yield* Effect.fail(new CliFailure(`no execution ${flags.id}`))
-      const attempts = yield* store.attemptsList(e.id)
-      const steps = yield* store.stepsList(e.id)
-      const logs = yield* store.logsList(e.id)
-      const detail = {
-        ...executionSummary(e),
-        payload: e.payload,
-        result: e.result,
-        attempts: attempts.map((a) => ({ ...a, startedAt: isoTime(a.startedAt), finishedAt: isoTime(a.finishedAt) })),
-        steps: steps.map((s) => ({ name: s.name, attempt: s.attempt, output: parseStored(s.output), createdAt: isoTime(s.createdAt) })),
-        logs: logs.lines.map(logJson),
-        droppedLogLines: logs.drops.map((d) => ({ attempt: d.attempt, dropped: d.dropped }))
-      }
+      const { detail, logs } = yield* detailOf(e)
       if (flags.json) return yield* printJson(detail)
       yield* printLine(`${e.id}  ${e.job}  ${e.state}  attempt ${e.attempt}/${e.maxAttempts}  queue ${e.queue}`)
       yield* printLine(`payload: ${JSON.stringify(e.payload)}`)
@@ -184,8 +193,49 @@ const count = Command.make(
     }).pipe(Effect.provide(storeLayer))
 ).pipe(Command.withDescription("Count executions by state"))
 
+const durationUnits: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
+
+/** The longest `--timeout` (what a timer holds: about 24.8 days). */
+const maxTimeoutMs = 2 ** 31 - 1
+
+/** Parses `--timeout`: ms (`500`), a short duration (`200ms`, `30s`, `2m`, `1h`) or Effect's spelling (`2 minutes`). */
+const parseTimeout = (raw: string) => {
+  const text = raw.trim()
+  const short = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text)
+  const ms = short
+    ? Number(short[1]) * (durationUnits[short[2] ?? "ms"] ?? 1)
+    : Option.match(Duration.fromInput(text as Duration.Input), { onNone: () => NaN, onSome: Duration.toMillis })
+  if (!Number.isFinite(ms) || ms <= 0 || ms > maxTimeoutMs) {
+    return Effect.fail(new CliFailure(`--timeout "${raw}" is not a duration from 1 ms to 24 days (like 500, 200ms, 30s, 2m or "2 minutes")`, 2))
+  }
+  return Effect.succeed(Math.ceil(ms))
+}
+
+const wait = Command.make(
+  "wait",
+  {
+    id: Argument.String("id").pipe(Argument.withDescription("the execution id")),
+    timeout: Flag.String("timeout").pipe(Flag.withDescription("how long to wait: 500 (ms), 200ms, 30s, 2m, \"2 minutes\" (default 30s)"), Flag.withDefault("30s")),
+    json
+  },
+  (flags) =>
+    Effect.gen(function*() {
+      const timeoutMs = yield* parseTimeout(flags.timeout)
+      const client = yield* Client
+      const e = yield* client.waitFor(flags.id, { timeout: timeoutMs }).pipe(
+        Effect.catchTags({
+          ExecutionNotFound: (error) => Effect.fail(new CliFailure(error.message)),
+          WaitTimeout: (error) => Effect.fail(new CliFailure(error.message))
+        })
+      )
+      if (flags.json) yield* printJson((yield* detailOf(e)).detail)
+      else yield* printLine(`${e.id}  ${e.job}  ${e.state}  attempt ${e.attempt}/${e.maxAttempts}${e.error ? `  ${e.error.tag}: ${e.error.message}` : ""}`)
+      if (e.state !== "succeeded") return yield* Effect.fail(new CliFailure(`execution ${e.id} ${e.state}${e.error ? `: ${e.error.message}` : ""}`))
+    }).pipe(Effect.provide(runtimeLayerExisting))
+).pipe(Command.withDescription("Wait for an execution to end: exit 0 if it succeeded, 1 if it failed, was cancelled or the timeout passed"))
+
 /** The executions command group. */
 export const executions = Command.make("executions").pipe(
   Command.withDescription("Inspect executions"),
-  Command.withSubcommands([list, show, logs, count, cancel, retry])
+  Command.withSubcommands([list, show, logs, count, cancel, retry, wait])
 )

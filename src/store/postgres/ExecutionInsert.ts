@@ -32,6 +32,13 @@ export interface WakePayload {
   readonly o: string
 }
 
+/** An outcome notice as sent on {@link wakeChannel}: schema, `e: 1` (executions ended or moved on), origin. */
+export interface OutcomePayload {
+  readonly s: string
+  readonly e: 1
+  readonly o: string
+}
+
 /** Options of {@link insertExecutions}. */
 export interface InsertOptions {
   /** The sending store's id, echoed in the wake-up (empty: wake everyone, this process too). */

@@ -11,7 +11,8 @@
  *   for the successes and one statement for the rest (with their attempt rows), in one
  *   transaction. Outcomes are fenced exactly as on SQLite.
  * - Wake-ups: inserts and retries `pg_notify` inside their own statement (delivered on
- *   commit); `watchChanges` LISTENs on a dedicated connection (see PgWakeups.ts).
+ *   commit), and so does every statement that ends executions (one outcome notice per
+ *   statement, for waiters); `watchChanges` LISTENs on a dedicated connection (see PgWakeups.ts).
  * - Two pools: durable writes and reads on one; claims, heartbeats and log lines on
  *   one with `synchronous_commit = off` (see PgStoreOptions.relaxed).
  * - Server outages: every operation retries while the server is unavailable (see
@@ -66,16 +67,22 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
   const getOne = (id: string) =>
     Effect.map(sql<ExecutionRow>`SELECT * FROM roster_executions WHERE id = ${id}`, (rows) => rows[0])
 
+  /** The outcome notice of a statement that ended executions (one per statement; for waiters, see PgWakeups.ts). */
+  const ended = sql`pg_notify('roster_wake', json_build_object('s', current_schema(), 'e', 1, 'o', ${origin}::text)::text)`
+
   // Successes are the hot path: one statement per batch, and no attempt row — the
   // succeeded attempt is read back from the execution (lease_owner is kept as its worker).
   const finishSucceeded = (outcomes: ReadonlyArray<Extract<Outcome, { kind: "succeeded" }>>) =>
     sql<{ id: string }>`
-      UPDATE roster_executions AS e
-         SET state = 'succeeded', result = u.result, error = NULL, finished_at = u.now, lease_expires_at = NULL
-        FROM unnest(${textArray(outcomes.map((o) => o.id))}::text[], ${textArray(outcomes.map((o) => o.workerId))}::text[], ${int4Array(outcomes.map((o) => o.attempt))}::int4[],
-                    ${int8Array(outcomes.map((o) => o.now))}::int8[], ${textArray(outcomes.map((o) => o.result))}::text[]) AS u(id, worker, attempt, now, result)
-       WHERE e.id = u.id AND e.lease_owner = u.worker AND e.attempt = u.attempt AND e.state = 'running'
-      RETURNING e.id`
+      WITH done AS (
+        UPDATE roster_executions AS e
+           SET state = 'succeeded', result = u.result, error = NULL, finished_at = u.now, lease_expires_at = NULL
+          FROM unnest(${textArray(outcomes.map((o) => o.id))}::text[], ${textArray(outcomes.map((o) => o.workerId))}::text[], ${int4Array(outcomes.map((o) => o.attempt))}::int4[],
+                      ${int8Array(outcomes.map((o) => o.now))}::int8[], ${textArray(outcomes.map((o) => o.result))}::text[]) AS u(id, worker, attempt, now, result)
+         WHERE e.id = u.id AND e.lease_owner = u.worker AND e.attempt = u.attempt AND e.state = 'running'
+        RETURNING e.id
+      ), told AS (SELECT ${ended} WHERE EXISTS (SELECT 1 FROM done))
+      SELECT id, (SELECT COUNT(*) FROM told) AS told FROM done`
 
   /**
    * Every other outcome in one statement: the fenced update, its attempt row, and a
@@ -116,8 +123,8 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
       ), woke AS (
         SELECT pg_notify('roster_wake', json_build_object('s', current_schema(), 'q', queue, 'at', MIN(run_at), 'o', ${origin}::text)::text)
           FROM done WHERE state = 'queued' GROUP BY queue
-      )
-      SELECT ord, (SELECT COUNT(*) FROM woke) AS woke FROM done`
+      ), told AS (SELECT ${ended} WHERE EXISTS (SELECT 1 FROM done WHERE state <> 'queued'))
+      SELECT ord, (SELECT COUNT(*) FROM woke) AS woke, (SELECT COUNT(*) FROM told) AS told FROM done`
   }
 
   const finishMany = (outcomes: ReadonlyArray<Outcome>) =>
@@ -183,7 +190,7 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
     sql.withTransaction(Effect.gen(function*() {
       const [row] = yield* sql<{ state: ExecutionState }>`SELECT state FROM roster_executions WHERE id = ${id} FOR UPDATE`
       const cancel = cancelOf(row?.state)
-      if (cancel.write === "cancel") yield* sql`UPDATE roster_executions SET state = 'cancelled', finished_at = ${now} WHERE id = ${id}`
+      if (cancel.write === "cancel") yield* sql`UPDATE roster_executions SET state = 'cancelled', finished_at = ${now} WHERE id = ${id} RETURNING ${ended}`
       if (cancel.write === "request") yield* sql`UPDATE roster_executions SET cancel_requested = true WHERE id = ${id}`
       return cancel.result
     }))

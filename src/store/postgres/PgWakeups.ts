@@ -1,8 +1,9 @@
 /**
  * Cross-process wake-ups on PostgreSQL: LISTEN on `roster_wake` over a connection of
  * its own and turn each notification for this schema into a StoreChange (queue and
- * earliest due time). Notifications this store sent itself are skipped: its Recorder
- * has already woken this process's Dispatchers.
+ * earliest due time), or, for an outcome notice, into an `outcome` change (for waiters).
+ * Notifications this store sent itself are skipped: its Recorder has already woken this
+ * process's Dispatchers and waiters.
  *
  * States: connecting → listening → (connection lost) backing off → connecting. A lost
  * connection (server restart, failover, network) is logged once per outage and retried
@@ -14,7 +15,7 @@
 import type { PgClient } from "@effect/sql-pg"
 import { Cause, Clock, Effect, Queue } from "effect"
 import type { StoreChange, StoreError } from "../Store.ts"
-import { wakeChannel, type WakePayload } from "./ExecutionInsert.ts"
+import { type OutcomePayload, wakeChannel, type WakePayload } from "./ExecutionInsert.ts"
 import { toStoreError } from "./PostgresConnection.ts"
 
 /** Listens until interrupted; never fails (connection losses are retried here). */
@@ -37,7 +38,7 @@ export const watchWakeups = (
         if (wake === null) {
           options.onChange({ queue: null, dueAt: yield* Clock.currentTimeMillis })
         } else if (wake.s === schema && (wake.o === "" || wake.o !== options.origin)) {
-          options.onChange({ queue: wake.q, dueAt: wake.at })
+          options.onChange("e" in wake ? { queue: null, dueAt: yield* Clock.currentTimeMillis, outcome: true } : { queue: wake.q, dueAt: wake.at })
         }
       }
     }))
@@ -55,9 +56,10 @@ export const watchWakeups = (
     }
   }).pipe(Effect.annotateLogs("component", "PgWakeups"))
 
-const parse = (payload: string): WakePayload | null => {
+const parse = (payload: string): WakePayload | OutcomePayload | null => {
   try {
-    const v = JSON.parse(payload) as Partial<WakePayload>
+    const v = JSON.parse(payload) as Partial<WakePayload & { e: unknown }>
+    if (v.e === 1) return { s: typeof v.s === "string" ? v.s : "", e: 1, o: typeof v.o === "string" ? v.o : "" }
     if (typeof v.q !== "string" || typeof v.at !== "number") return null
     return { s: typeof v.s === "string" ? v.s : "", q: v.q, at: v.at, o: typeof v.o === "string" ? v.o : "" }
   } catch {

@@ -338,6 +338,7 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
     watchChanges: ({ pollMs, onChange }) =>
       Effect.gen(function*() {
         let last = yield* attempt("read data_version", () => dataVersion.get()?.data_version)
+        onChange({ queue: null, dueAt: yield* Clock.currentTimeMillis })
         while (true) {
           yield* Effect.sleep(pollMs)
           const token = yield* attempt("read data_version", () => dataVersion.get()?.data_version)
