@@ -156,6 +156,27 @@ export interface QueueState {
 /** What `executionsCancel` did. */
 export type CancelResult = "cancelled" | "requested" | "already-finished"
 
+/** What a worker process writes about itself when it starts (see WorkerRules.ts). */
+export interface WorkerRegistration {
+  readonly id: string
+  readonly host: string
+  readonly pid: number
+  /** The queues it serves, and the Jobs it can run on them. */
+  readonly queues: ReadonlyArray<string>
+  readonly jobs: ReadonlyArray<string>
+  /** Roster's version. */
+  readonly version: string
+  /** How long after its last refresh it counts as stale (WorkerRules.staleAfterMsOf). */
+  readonly staleAfterMs: number
+}
+
+/** A registered worker process as listed, `stale` computed at the time asked. */
+export interface LiveWorker extends WorkerRegistration {
+  readonly startedAt: number
+  readonly lastSeenAt: number
+  readonly stale: boolean
+}
+
 /** The Store service. */
 export class Store extends Context.Service<Store, {
   /** Applies pending migrations; safe when several processes start at once. */
@@ -238,4 +259,15 @@ export class Store extends Context.Service<Store, {
    * or after `since`; buckets with neither are absent; ordered by `at`, then queue.
    */
   readonly executionsThroughput: (req: { readonly since: number; readonly bucketMs: number }) => Effect.Effect<ReadonlyArray<ThroughputBucket>, StoreError>
+  /**
+   * Registers (or re-registers) a worker process, seen at `now`, and deletes rows not
+   * refreshed for a day (WorkerRules.pruneStaleMs), in one transaction.
+   */
+  readonly workersRegister: (req: { readonly worker: WorkerRegistration; readonly now: number }) => Effect.Effect<void, StoreError>
+  /** Refreshes a worker's last seen time; false when its row is gone (pruned), so the worker registers again. */
+  readonly workersHeartbeat: (req: { readonly id: string; readonly now: number }) => Effect.Effect<boolean, StoreError>
+  /** Deletes a worker's row (a clean stop). */
+  readonly workersRemove: (req: { readonly id: string }) => Effect.Effect<void, StoreError>
+  /** Every registered worker by id, marked stale as of `now`. */
+  readonly workersList: (req: { readonly now: number }) => Effect.Effect<ReadonlyArray<LiveWorker>, StoreError>
 }>()("roster/Store") {}

@@ -37,6 +37,7 @@ import * as InDoubt from "./InDoubt.ts"
 import { makePgQueues } from "./PgQueues.ts"
 import { makePgScheduleStore } from "./PgScheduleStore.ts"
 import { makePgStats } from "./PgStats.ts"
+import { makePgWorkers } from "./PgWorkers.ts"
 import { watchWakeups } from "./PgWakeups.ts"
 import { applyMigrations, defaultReconnectWindowMs, isUnavailable, openClient, operation, type PostgresOptions, redactUrl } from "./PostgresConnection.ts"
 import { type Int8, int4Array, int8Array, num, textArray } from "./PgValues.ts"
@@ -334,6 +335,7 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
         return { lines: lines.map(toLogLine), drops: drops.map(toLogDrops) }
       })),
     watchChanges: ({ onChange }) => watchWakeups(sql, { origin, onChange }),
+    ...makePgWorkers(sql, op),
     ...makePgStats(sql, op),
     ...makePgQueues(sql, op, origin)
   })

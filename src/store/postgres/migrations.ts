@@ -176,5 +176,24 @@ export const migrations: ReadonlyArray<Migration> = [
   paused_at BIGINT
 )`
     ]
+  },
+  {
+    version: 6,
+    name: "live workers",
+    statements: [
+      // One row per worker process: registered at start, refreshed every heartbeat, deleted
+      // at a clean stop; a killed worker's row stays, stale, until pruned (see WorkerRules.ts).
+      `CREATE TABLE roster_workers (
+  id TEXT COLLATE "C" PRIMARY KEY,
+  host TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  queues TEXT NOT NULL,
+  jobs TEXT NOT NULL,
+  version TEXT NOT NULL,
+  started_at BIGINT NOT NULL,
+  last_seen_at BIGINT NOT NULL,
+  stale_after_ms BIGINT NOT NULL
+)`
+    ]
   }
 ]

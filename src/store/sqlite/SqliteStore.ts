@@ -16,6 +16,7 @@ import type { CancelResult, ExecutionFilter, InsertRequest, InsertResult, Outcom
 import { Store, StoreError, type StoreErrorReason } from "../Store.ts"
 import { makeSqliteQueues } from "./SqliteQueues.ts"
 import { makeSqliteStats } from "./SqliteStats.ts"
+import { makeSqliteWorkers } from "./SqliteWorkers.ts"
 import { applyMigrations, openDatabase, type SqliteOptions } from "./SqliteConnection.ts"
 
 export type { SqliteOptions } from "./SqliteConnection.ts"
@@ -348,6 +349,7 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
           }
         }
       }),
+    ...makeSqliteWorkers(db, attempt),
     ...makeSqliteStats(db, attempt),
     ...makeSqliteQueues(db, attempt)
   })

@@ -157,5 +157,24 @@ CREATE TABLE roster_queues (
   paused_at INTEGER
 ) STRICT, WITHOUT ROWID;
 `
+  },
+  {
+    version: 6,
+    name: "live workers",
+    sql: `
+-- One row per worker process: registered at start, refreshed every heartbeat, deleted at
+-- a clean stop; a killed worker's row stays, stale, until pruned (see WorkerRules.ts).
+CREATE TABLE roster_workers (
+  id TEXT PRIMARY KEY,
+  host TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  queues TEXT NOT NULL,
+  jobs TEXT NOT NULL,
+  version TEXT NOT NULL,
+  started_at INTEGER NOT NULL,
+  last_seen_at INTEGER NOT NULL,
+  stale_after_ms INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+`
   }
 ]
