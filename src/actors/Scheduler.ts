@@ -15,6 +15,9 @@
  * `skipped` with the reason when the overlap policy finds the previous execution still
  * queued or running, or when the target Job is unknown or disabled here. A duplicate
  * (schedule, due) is a no-op, so two leaders at once never enqueue a fire twice.
+ * A fire of a Job no live worker serves is still enqueued (nothing is lost; a worker
+ * that starts later runs it), and its fire row and a warning say "no live worker
+ * serves queue Q (job J)" (see WorkerRules.ts).
  * All time comes from Effect's Clock, so TestClock drives it.
  */
 import { Cause, Clock, Effect, Queue } from "effect"
@@ -27,7 +30,8 @@ import { InvalidDefinition } from "../jobs/errors.ts"
 import { insertRow, newId as newUuid, settingsOf, type JobSettings } from "../store/InsertRow.ts"
 import type { RecordFireRequest, ScheduleSpec, StoredSchedule } from "../store/ScheduleStore.ts"
 import { ScheduleStore } from "../store/ScheduleStore.ts"
-import { isPermanentStoreError, isPermanentStoreFailure, type StoreError } from "../store/Store.ts"
+import { isPermanentStoreError, isPermanentStoreFailure, type LiveWorker, type StoreError } from "../store/Store.ts"
+import { unservedNote } from "../store/WorkerRules.ts"
 
 /** What the Scheduler needs to know about a Job it enqueues. */
 export interface SchedulableJob extends JobSettings {
@@ -68,6 +72,8 @@ export interface SchedulerOptions {
   readonly batch?: number | undefined
   /** Execution ids; default a UUIDv7 on the Clock's time. */
   readonly newId?: ((now: number) => string) | undefined
+  /** The registered workers at a time, to note fires no live worker serves; without it, no note. */
+  readonly liveWorkers?: ((now: number) => Effect.Effect<ReadonlyArray<LiveWorker>, StoreError>) | undefined
 }
 
 /** A running Scheduler's handle. */
@@ -146,6 +152,13 @@ export const make = (options: SchedulerOptions): Effect.Effect<Scheduler> =>
       })
       if (plan.decisions.length === 0) return yield* store.schedulesAdvance({ id: s.id, nextDueAt: plan.nextDueAt })
       const job = options.jobs.get(s.job)
+      // Read only when this plan enqueues; a failed read notes nothing rather than delaying the fire.
+      const unserved = job && options.liveWorkers && plan.decisions.some((d) => d.outcome === "enqueue")
+        ? yield* options.liveWorkers(now).pipe(
+          Effect.map((workers) => unservedNote(workers, job.queue, s.job)),
+          Effect.catchTag("StoreError", (e) => Effect.as(Effect.logDebug(`live workers not read: ${e.message}`), undefined))
+        )
+        : undefined
       const requests = plan.decisions.map((d): RecordFireRequest => {
         const base = { scheduleId: s.id, dueAt: d.dueAt, now, nextDueAt: plan.nextDueAt }
         if (d.outcome === "missed") return { ...base, outcome: "missed" }
@@ -155,6 +168,7 @@ export const make = (options: SchedulerOptions): Effect.Effect<Scheduler> =>
           ...base,
           outcome: "enqueued",
           skipIfActive: s.overlap === "skip",
+          ...(unserved === undefined ? {} : { error: unserved }),
           // A fire is started by the clock, not by a caller: no trace context.
           execution: insertRow(s.job, job, { id: newId(now), payload: s.payload, now, traceContext: null })
         }
@@ -166,7 +180,8 @@ export const make = (options: SchedulerOptions): Effect.Effect<Scheduler> =>
       }
       for (const [i, r] of results.entries()) {
         const due = new Date(requests[i]!.dueAt).toISOString()
-        if (r.outcome === "enqueued") yield* Effect.logInfo(`schedule ${s.id}: fire ${due} enqueued ${r.executionId}`)
+        if (r.outcome === "enqueued" && unserved !== undefined) yield* Effect.logWarning(`schedule ${s.id}: fire ${due} enqueued ${r.executionId}, but ${unserved}`)
+        else if (r.outcome === "enqueued") yield* Effect.logInfo(`schedule ${s.id}: fire ${due} enqueued ${r.executionId}`)
         else if (r.outcome === "skipped") yield* Effect.logInfo(`schedule ${s.id}: fire ${due} skipped (${requests[i]!.error ?? "overlap"})`)
       }
     })

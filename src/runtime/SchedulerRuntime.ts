@@ -7,6 +7,7 @@
 import { Clock, Effect, Layer } from "effect"
 import * as Scheduler from "../actors/Scheduler.ts"
 import { ScheduleStore } from "../store/ScheduleStore.ts"
+import { Store } from "../store/Store.ts"
 import * as Breaker from "./Breaker.ts"
 import { checkOption, envOnly, readEnvSetting, type EnvOnly } from "./ConfigRules.ts"
 import { Core } from "./Core.ts"
@@ -62,8 +63,11 @@ export const start = Effect.fnUntraced(function*(options: SchedulerRuntimeOption
             if (r.inserted && e) core.bus.notify(e.queue, e.runAt)
           })))
   }
+  // The execution Store, when this process has one, tells which fires no live worker serves.
+  const executions = yield* Effect.serviceOption(Store)
   const scheduler = yield* Scheduler.make({
     owner,
+    liveWorkers: executions._tag === "Some" ? (now) => executions.value.workersList({ now }) : undefined,
     schedules: core.registry.schedules.map((c) => c.schedule),
     jobs,
     pollMs,

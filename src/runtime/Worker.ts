@@ -1,7 +1,9 @@
 /**
  * The worker runtime: one Dispatcher per served queue, a WorkerPool, a LeaseKeeper, a
- * Reaper, a LogSink and a change watcher (SQLite's data_version, PostgreSQL's
- * LISTEN/NOTIFY), each supervised and forked into the layer's scope.
+ * Reaper, a LogSink, a change watcher (SQLite's data_version, PostgreSQL's
+ * LISTEN/NOTIFY) and Presence (its live-worker row), each supervised and forked into
+ * the layer's scope. The worker registers its row at start and removes it at a clean
+ * stop, after in-flight work; a killed worker's row goes stale (WorkerRules.ts).
  *
  * Handlers run with their app's services (Services.ts), built once at start in the
  * worker's scope; a services Layer that fails to build fails the start, naming its file.
@@ -21,16 +23,19 @@ import * as ChangeWatcher from "../actors/ChangeWatcher.ts"
 import * as Dispatcher from "../actors/Dispatcher.ts"
 import * as LeaseKeeper from "../actors/LeaseKeeper.ts"
 import * as LogSink from "../actors/LogSink.ts"
+import * as Presence from "../actors/Presence.ts"
 import * as Reaper from "../actors/Reaper.ts"
 import * as WorkerPool from "../actors/WorkerPool.ts"
 import { InvalidDefinition } from "../jobs/errors.ts"
 import type { QueueConfig } from "../jobs/QueueConfig.ts"
-import { Store } from "../store/Store.ts"
+import { Store, type WorkerRegistration } from "../store/Store.ts"
+import { staleAfterMsOf } from "../store/WorkerRules.ts"
 import * as Breaker from "./Breaker.ts"
 import { workerSettings, type WorkerSettings } from "./Config.ts"
 import { checkOption, concurrencyRange, workerRanges } from "./ConfigRules.ts"
 import { Core } from "./Core.ts"
 import * as Services from "./Services.ts"
+import { rosterVersion } from "./Version.ts"
 
 /** Options of a worker. */
 export interface WorkerOptions {
@@ -100,9 +105,11 @@ export const start = Effect.fnUntraced(function*(options: WorkerOptions = {}) {
   const { run, broken } = yield* Breaker.make
   const dispatchers: Array<Fiber.Fiber<void>> = []
   const wakes: Array<(at: number) => void> = []
+  const served: Array<string> = []
   for (const queue of queues) {
     const jobs = [...core.registry.jobs.values()].filter((j) => j.queue === queue.name).map((j) => j.id)
     if (jobs.length === 0) continue
+    served.push(...jobs)
     const d = yield* Dispatcher.make({ queue, jobs, workerId, pool, bus: core.bus, ...settings })
     wakes.push(d.wake)
     dispatchers.push(yield* run(`Dispatcher(${queue.name})`, d.loop))
@@ -111,6 +118,21 @@ export const start = Effect.fnUntraced(function*(options: WorkerOptions = {}) {
     yield* run("LeaseKeeper", LeaseKeeper.loop({ workerId, pool, ...settings }).pipe(Effect.provideService(Store, store))),
     yield* run("Reaper", Reaper.loop({ registry: core.registry, recorder: core.recorder, intervalMs: settings.reapMs }).pipe(Effect.provideService(Store, store)))
   ]
+  // A registration that fails here is retried by Presence at its first tick.
+  const presence: WorkerRegistration = {
+    id: workerId,
+    host: hostname(),
+    pid: process.pid,
+    queues: queues.map((q) => q.name),
+    jobs: served,
+    version: rosterVersion,
+    staleAfterMs: staleAfterMsOf(settings)
+  }
+  const registered = yield* store.workersRegister({ worker: presence, now: yield* Clock.currentTimeMillis }).pipe(
+    Effect.as(true),
+    Effect.catchTag("StoreError", (e) => Effect.as(Effect.logWarning(`worker ${workerId} not registered yet: ${e.message}`), false))
+  )
+  background.push(yield* run("Presence", Presence.loop({ worker: presence, heartbeatMs: settings.heartbeatMs, registered }).pipe(Effect.provideService(Store, store))))
   if (settings.watchMs > 0) {
     const wakeAll = (now: number) => wakes.forEach((w) => w(now))
     background.push(yield* run("ChangeWatcher", ChangeWatcher.loop({ intervalMs: settings.watchMs, wake: wakeAll, bus: core.bus }).pipe(Effect.provideService(Store, store))))
@@ -135,6 +157,10 @@ export const start = Effect.fnUntraced(function*(options: WorkerOptions = {}) {
     }
     yield* Fiber.interruptAll(background)
     yield* logSink.flush
+    // A clean stop leaves no row behind: `roster workers list` forgets this process at once.
+    yield* store.workersRemove({ id: workerId }).pipe(
+      Effect.catchTag("StoreError", (e) => Effect.logWarning(`worker ${workerId} not deregistered (it shows stale until pruned): ${e.message}`))
+    )
   }).pipe(Effect.annotateLogs("worker", workerId))
   yield* Effect.addFinalizer(() => shutdown)
 
