@@ -219,8 +219,8 @@ const wait = Command.make(
     json
   },
   (flags) =>
-    Effect.gen(function*() {
-      const timeoutMs = yield* parseTimeout(flags.timeout)
+    // The timeout is checked before the database is opened: a usage error whatever the database.
+    Effect.flatMap(parseTimeout(flags.timeout), (timeoutMs) => Effect.gen(function*() {
       const client = yield* Client
       const e = yield* client.waitFor(flags.id, { timeout: timeoutMs }).pipe(
         Effect.catchTags({
@@ -231,7 +231,7 @@ const wait = Command.make(
       if (flags.json) yield* printJson((yield* detailOf(e)).detail)
       else yield* printLine(`${e.id}  ${e.job}  ${e.state}  attempt ${e.attempt}/${e.maxAttempts}${e.error ? `  ${e.error.tag}: ${e.error.message}` : ""}`)
       if (e.state !== "succeeded") return yield* Effect.fail(new CliFailure(`execution ${e.id} ${e.state}${e.error ? `: ${e.error.message}` : ""}`))
-    }).pipe(Effect.provide(runtimeLayerExisting))
+    }).pipe(Effect.provide(runtimeLayerExisting)))
 ).pipe(Command.withDescription("Wait for an execution to end: exit 0 if it succeeded, 1 if it failed, was cancelled or the timeout passed"))
 
 /** The executions command group. */
