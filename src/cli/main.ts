@@ -17,6 +17,7 @@ import { enqueue } from "./commands/enqueue.ts"
 import { executions } from "./commands/executions.ts"
 import { init } from "./commands/init.ts"
 import { check, migrate } from "./commands/migrate.ts"
+import { queues } from "./commands/queues.ts"
 import { schedules } from "./commands/schedules.ts"
 import { dev, scheduler } from "./commands/scheduler.ts"
 import { worker } from "./commands/worker.ts"
@@ -26,7 +27,7 @@ import { describeCause, exitCodeOf } from "./Output.ts"
 
 const roster = Command.make("roster").pipe(
   Command.withDescription("Durable Jobs and Schedules for TypeScript on Bun"),
-  Command.withSubcommands([worker, scheduler, dev, dashboard, enqueue, executions, schedules, migrate, check, init, build])
+  Command.withSubcommands([worker, scheduler, dev, dashboard, enqueue, executions, schedules, queues, migrate, check, init, build])
 )
 
 /** Logs are one logfmt line each on stderr (Logging.ts), so stdout carries only command output (--json). */

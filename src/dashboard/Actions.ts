@@ -10,6 +10,9 @@
  *   the schedule by `scheduleId` (no fire time, no idempotency key), written through
  *   the Recorder like any enqueue (`Schedules.trigger`, as `roster schedules trigger`).
  *   It counts for the overlap policy while it runs.
+ * - pause or resume a queue (Client.pauseQueue / resumeQueue): stored, so every worker
+ *   on the database stops or resumes claiming from it; any queue the overview lists may
+ *   be paused, declared in this dashboard's config or not.
  * The dashboard itself runs nothing: workers claim these executions as usual.
  */
 import { Effect } from "effect"
@@ -34,6 +37,12 @@ export const pauseSchedule: Handler = (_ctx, [id = ""]) => Effect.as(Schedules.p
 
 /** POST /schedules/:id/resume */
 export const resumeSchedule: Handler = (_ctx, [id = ""]) => Effect.as(Schedules.resume(id), redirect(schedulePath(id), "resumed"))
+
+/** POST /queues/:name/pause */
+export const pauseQueue: Handler = (_ctx, [name = ""]) => Effect.as(Client.use((c) => c.pauseQueue(name)), redirect("/", "queue-paused"))
+
+/** POST /queues/:name/resume */
+export const resumeQueue: Handler = (_ctx, [name = ""]) => Effect.as(Client.use((c) => c.resumeQueue(name)), redirect("/", "queue-resumed"))
 
 /** POST /schedules/:id/run */
 export const runSchedule: Handler = (_ctx, [id = ""]) => Effect.map(Schedules.trigger(id), (r) => redirect(`/executions/${q(r.id)}`, "ran"))

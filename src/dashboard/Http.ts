@@ -46,7 +46,9 @@ const notices: Record<string, { readonly kind: "ok" | "error"; readonly text: st
   "already-finished": { kind: "error", text: "The execution had already finished; nothing was cancelled." },
   paused: { kind: "ok", text: "Schedule paused." },
   resumed: { kind: "ok", text: "Schedule resumed; fires missed while paused are not caught up." },
-  ran: { kind: "ok", text: "Run enqueued: this is the new execution, linked to its schedule." }
+  ran: { kind: "ok", text: "Run enqueued: this is the new execution, linked to its schedule." },
+  "queue-paused": { kind: "ok", text: "Queue paused: no worker claims from it until it is resumed (running executions finish; enqueues are still accepted)." },
+  "queue-resumed": { kind: "ok", text: "Queue resumed: workers claim from it again." }
 }
 
 /** An HTML response with the security headers. */

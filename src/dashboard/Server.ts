@@ -8,7 +8,7 @@
  * 413 by Bun.serve before it is read.
  */
 import { Cause, Clock, Data, Effect } from "effect"
-import { cancelExecution, pauseSchedule, resumeSchedule, retryExecution, runSchedule } from "./Actions.ts"
+import { cancelExecution, pauseQueue, pauseSchedule, resumeQueue, resumeSchedule, retryExecution, runSchedule } from "./Actions.ts"
 import type { Handler, HandlerError, RequestContext, Services } from "./Http.ts"
 import { errorPage, redirect, text } from "./Http.ts"
 import { executionDetail, executionValue } from "./pages/Execution.ts"
@@ -55,6 +55,8 @@ const routes: ReadonlyArray<Route> = [
   { method: "GET", pattern: /^\/executions\/([^/]+)\/(payload|result)\.json$/, handler: executionValue },
   { method: "POST", pattern: /^\/executions\/([^/]+)\/retry$/, handler: retryExecution },
   { method: "POST", pattern: /^\/executions\/([^/]+)\/cancel$/, handler: cancelExecution },
+  { method: "POST", pattern: /^\/queues\/([^/]+)\/pause$/, handler: pauseQueue },
+  { method: "POST", pattern: /^\/queues\/([^/]+)\/resume$/, handler: resumeQueue },
   { method: "GET", pattern: /^\/schedules$/, handler: schedulesList },
   { method: "POST", pattern: /^\/schedules\/(.+)\/pause$/, handler: pauseSchedule },
   { method: "POST", pattern: /^\/schedules\/(.+)\/resume$/, handler: resumeSchedule },

@@ -15,6 +15,7 @@ import { ExecutionNotFound, InvalidEnqueueOption, InvalidPayload, InvalidTransit
 import type { Attempt, Execution, ExecutionState, LogDrops, LogLine, Step } from "../store/Execution.ts"
 import type { CancelResult, ExecutionFilter, InsertRequest, InsertResult } from "../store/Store.ts"
 import { Store, StoreError } from "../store/Store.ts"
+import { queueSummariesOf, type QueueSummary } from "../store/QueueRules.ts"
 import { Core } from "./Core.ts"
 import { supervise } from "../actors/supervise.ts"
 import { workerSettings } from "./Config.ts"
@@ -73,6 +74,16 @@ export class Client extends Context.Service<Client, {
     items: ReadonlyArray<{ readonly job: JobRef; readonly payload: unknown; readonly options?: EnqueueOptions }>
   ) => Effect.Effect<ReadonlyArray<InsertResult>, EnqueueError>
   readonly get: (id: string) => Effect.Effect<ExecutionDetail | null, StoreError>
+  /**
+   * Pauses a queue on the database: no worker claims its executions until it is resumed
+   * (running ones finish); enqueues are still accepted. Any name is accepted, declared
+   * in this config or not. Returns whether it was not paused before.
+   */
+  readonly pauseQueue: (name: string) => Effect.Effect<boolean, StoreError>
+  /** Resumes a paused queue and wakes this process's Dispatchers at once; returns whether it was paused. */
+  readonly resumeQueue: (name: string) => Effect.Effect<boolean, StoreError>
+  /** Every queue declared here, with executions, or paused: pause state, concurrency and counts, by name. */
+  readonly queues: () => Effect.Effect<ReadonlyArray<QueueSummary>, StoreError>
   readonly list: (filter?: ExecutionFilter) => Effect.Effect<ReadonlyArray<Execution>, StoreError>
   readonly count: (filter?: ExecutionFilter) => Effect.Effect<Record<ExecutionState, number>, StoreError>
   /** Cancels a queued execution, or asks a running one to stop. */
@@ -184,6 +195,21 @@ export const layer: Layer.Layer<Client, never, Core | Store> = Layer.effect(
           const steps = yield* store.stepsList(id)
           const logs = yield* store.logsList(id)
           return { ...execution, attempts, steps, logs: logs.lines, logDrops: logs.drops }
+        }),
+      pauseQueue: (name) => Effect.flatMap(Clock.currentTimeMillis, (now) => store.queuesPause({ queue: name, now })),
+      resumeQueue: (name) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const resumed = yield* store.queuesResume({ queue: name, now })
+          // Other processes see the commit through their change watcher (or their next poll).
+          if (resumed) core.bus.notify(name, now)
+          return resumed
+        }),
+      queues: () =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const [states, stats] = yield* Effect.all([store.queuesList, store.executionsQueueStats({ now })])
+          return queueSummariesOf(core.registry.queues.values(), states, stats)
         }),
       list: (filter = {}) => store.executionsList(filter),
       count: (filter = {}) => store.executionsCount(filter),

@@ -19,6 +19,7 @@ import { layerPostgres } from "../store/postgres/PgStore.ts"
 import { layerSqliteStores } from "../store/sqlite/SqliteLayer.ts"
 import { ScheduleStore } from "../store/ScheduleStore.ts"
 import type { CancelResult, ExecutionFilter, InsertResult } from "../store/Store.ts"
+import type { QueueSummary } from "../store/QueueRules.ts"
 import { Store, StoreError } from "../store/Store.ts"
 import { Client } from "./Client.ts"
 import * as Breaker from "./Breaker.ts"
@@ -121,6 +122,12 @@ export interface RosterHandle {
   readonly enqueue: (job: ClientModule.JobRef, payload: unknown, options?: EnqueueOptions) => Promise<InsertResult>
   readonly enqueueMany: (items: ReadonlyArray<{ job: ClientModule.JobRef; payload: unknown; options?: EnqueueOptions }>) => Promise<ReadonlyArray<InsertResult>>
   readonly get: (id: string) => Promise<ClientModule.ExecutionDetail | null>
+  /** Pauses a queue on the database (every worker stops claiming from it); resolves whether it was not paused before. */
+  readonly pauseQueue: (name: string) => Promise<boolean>
+  /** Resumes a paused queue; resolves whether it was paused. */
+  readonly resumeQueue: (name: string) => Promise<boolean>
+  /** Every queue declared here, with executions, or paused: pause state, concurrency and counts. */
+  readonly queues: () => Promise<ReadonlyArray<QueueSummary>>
   readonly list: (filter?: ExecutionFilter) => Promise<ReadonlyArray<Execution>>
   readonly count: (filter?: ExecutionFilter) => Promise<Record<ExecutionState, number>>
   readonly cancel: (id: string) => Promise<CancelResult>
@@ -188,6 +195,9 @@ export const open = async <const C extends RosterConfig>(config: C & ServicesChe
     enqueue: (job, payload, options) => use((c) => c.enqueue(job, payload, options)),
     enqueueMany: (items) => use((c) => c.enqueueMany(items)),
     get: (id) => use((c) => c.get(id)),
+    pauseQueue: (name) => use((c) => c.pauseQueue(name)),
+    resumeQueue: (name) => use((c) => c.resumeQueue(name)),
+    queues: () => use((c) => c.queues()),
     list: (filter) => use((c) => c.list(filter)),
     count: (filter) => use((c) => c.count(filter)),
     cancel: (id) => use((c) => c.cancel(id)),

@@ -1,6 +1,7 @@
 /**
  * The overview: per queue, executions by state and the age of the oldest due queued
- * one; throughput over the last hour in 5-minute buckets (succeeded and failed, by
+ * one, whether it is paused (with a pause or resume button: the pause is stored, so
+ * every worker on the database honours it); throughput over the last hour in 5-minute buckets (succeeded and failed, by
  * finish time); and what needs attention — stuck executions (running with an expired
  * lease), queued executions of Jobs this dashboard's apps do not know (no worker built
  * from them can claim them), and the latest failures.
@@ -8,12 +9,12 @@
 import { Effect } from "effect"
 import { Core } from "../../runtime/Core.ts"
 import { states, type ExecutionState } from "../../store/Execution.ts"
-import { Store, type QueueStats } from "../../store/Store.ts"
-import { executionLink, executionsTable, listLink } from "../Components.ts"
+import { Store, type QueueState, type QueueStats } from "../../store/Store.ts"
+import { badge, executionLink, executionsTable, listLink, postButton } from "../Components.ts"
 import { count, duration, relative, time } from "../Format.ts"
 import type { Handler } from "../Http.ts"
 import { renderPage } from "../Http.ts"
-import { html, type Html } from "../Html.ts"
+import { html, q, type Html } from "../Html.ts"
 
 const bucketMs = 5 * 60_000
 const buckets = 12
@@ -30,6 +31,12 @@ const chart = (series: ReadonlyArray<{ readonly at: number; readonly succeeded: 
 <div class="legend small muted"><span class="ok" style="background:#4ac26b"></span>succeeded<span style="background:#ff8182"></span>failed · per 5 minutes, UTC</div>`
 }
 
+/** A queue's pause state and the button that changes it (any queue listed may be paused: the store keeps any name). */
+const queueState = (queue: string, pause: QueueState | undefined, now: number): Html =>
+  pause
+    ? html`<span title="paused ${pause.pausedAt === null ? "" : relative(pause.pausedAt, now)}">${badge("paused")}</span> ${postButton(`/queues/${q(queue)}/resume`, "Resume", { kind: "primary" })}`
+    : html`<span class="badge b-succeeded">active</span> ${postButton(`/queues/${q(queue)}/pause`, "Pause")}`
+
 /** GET / */
 export const overview: Handler = (ctx) =>
   Effect.gen(function*() {
@@ -37,16 +44,18 @@ export const overview: Handler = (ctx) =>
     const core = yield* Core
     const { now } = ctx
     const since = Math.floor(now / bucketMs) * bucketMs - (buckets - 1) * bucketMs
-    const [stats, throughput, stuck, unknown, failures] = yield* Effect.all([
+    const [stats, throughput, stuck, unknown, failures, paused] = yield* Effect.all([
       store.executionsQueueStats({ now }),
       store.executionsThroughput({ since, bucketMs }),
       store.executionsExpired({ now, limit: 20 }),
       store.executionsUnknownJobs([...core.registry.jobs.keys()]),
-      store.executionsList({ state: "failed", limit: 10 })
+      store.executionsList({ state: "failed", limit: 10 }),
+      store.queuesList
     ])
+    const pauses = new Map<string, QueueState>(paused.filter((p) => p.paused).map((p) => [p.queue, p]))
 
     const byQueue = new Map<string, QueueStats>(stats.map((s) => [s.queue, s]))
-    for (const name of core.registry.queues.keys()) if (!byQueue.has(name)) byQueue.set(name, { queue: name, counts: zero(), oldestDueAt: null })
+    for (const name of [...core.registry.queues.keys(), ...pauses.keys()]) if (!byQueue.has(name)) byQueue.set(name, { queue: name, counts: zero(), oldestDueAt: null })
     const queues = [...byQueue.values()].sort((a, b) => a.queue.localeCompare(b.queue))
     const series = Array.from({ length: buckets }, (_, i) => {
       const at = since + i * bucketMs
@@ -72,14 +81,15 @@ ${stat("Finished in the last hour", count(lastHour.ok + lastHour.bad), html`${co
 ${stat("Oldest due queued", oldest === null ? "—" : duration(now - oldest), oldest === null ? "nothing waiting" : "waiting to be claimed")}
 </div>
 <div class="card"><h2>Queues</h2><table>
-<thead><tr><th>Queue</th>${states.map((s) => html`<th class="num">${s}</th>`)}<th class="num">Oldest due</th><th class="num">Succeeded / h</th><th class="num">Failed / h</th><th class="num">Concurrency</th></tr></thead>
+<thead><tr><th>Queue</th>${states.map((s) => html`<th class="num">${s}</th>`)}<th class="num">Oldest due</th><th class="num">Succeeded / h</th><th class="num">Failed / h</th><th class="num">Concurrency</th><th>State</th></tr></thead>
 <tbody>${queues.map((q) => {
       const declared = core.registry.queues.get(q.queue)
       return html`<tr><td>${listLink({ queue: q.queue }, q.queue)}${declared ? "" : html` <span class="muted small">(not declared here)</span>`}</td>
 ${states.map((s) => html`<td class="num">${q.counts[s] ? listLink({ queue: q.queue, state: s }, count(q.counts[s])) : html`<span class="muted">0</span>`}</td>`)}
 <td class="num">${q.oldestDueAt === null ? html`<span class="muted">—</span>` : duration(now - q.oldestDueAt)}</td>
 <td class="num">${count(hour(q.queue, "succeeded"))}</td><td class="num">${count(hour(q.queue, "failed"))}</td>
-<td class="num">${declared ? declared.concurrency : "—"}</td></tr>`
+<td class="num">${declared ? declared.concurrency : "—"}</td>
+<td class="nowrap">${queueState(q.queue, pauses.get(q.queue), now)}</td></tr>`
     })}</tbody></table></div>
 <div class="card"><h2>Throughput, last hour</h2>${chart(series)}</div>
 <div class="grid" style="margin-bottom:16px">
