@@ -21,13 +21,14 @@ import { queues } from "./commands/queues.ts"
 import { schedules } from "./commands/schedules.ts"
 import { dev, scheduler } from "./commands/scheduler.ts"
 import { worker } from "./commands/worker.ts"
+import { workers } from "./commands/workers.ts"
 import { Embedded, type EmbeddedProject } from "./Embedded.ts"
 import { stderrLogger } from "../runtime/Logging.ts"
 import { describeCause, exitCodeOf } from "./Output.ts"
 
 const roster = Command.make("roster").pipe(
   Command.withDescription("Durable Jobs and Schedules for TypeScript on Bun"),
-  Command.withSubcommands([worker, scheduler, dev, dashboard, enqueue, executions, schedules, queues, migrate, check, init, build])
+  Command.withSubcommands([worker, scheduler, dev, dashboard, enqueue, executions, schedules, queues, workers, migrate, check, init, build])
 )
 
 /** Logs are one logfmt line each on stderr (Logging.ts), so stdout carries only command output (--json). */

@@ -1,17 +1,22 @@
 /**
  * `roster migrate`: applies the store's migrations explicitly (they are also applied
- * at every start) and `roster check`: validates the apps without running anything.
+ * at every start) and `roster check`: validates the apps without running anything;
+ * `roster check --live` also reads the database and fails when a live Schedule's Job
+ * has no live worker serving it (see WorkerRules.ts).
  */
 import { existsSync } from "node:fs"
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { Command, Flag } from "effect/cli"
+import type { Registry } from "../../jobs/Registry.ts"
+import { ScheduleStore } from "../../store/ScheduleStore.ts"
 import { Store } from "../../store/Store.ts"
+import { unservedNote } from "../../store/WorkerRules.ts"
 import * as RegistryLoader from "../../runtime/RegistryLoader.ts"
 import type { RosterConfig } from "../../runtime/Config.ts"
 import { databaseOf, isPostgresUrl } from "../../runtime/Roster.ts"
 import { Embedded } from "../Embedded.ts"
 import { loadConfig, loadRegistry, storeLayer, storeLayerCreating } from "../Environment.ts"
-import { printJson, printLine } from "../Output.ts"
+import { CliFailure, printJson, printLine } from "../Output.ts"
 
 /** The migrate command. */
 export const migrate = Command.make("migrate", {}, () =>
@@ -39,10 +44,45 @@ const unknownJobsIn = (config: RosterConfig, known: ReadonlyArray<string>) => {
   )
 }
 
+/** A live Schedule whose Job no live worker serves, with why. */
+interface Unserved {
+  readonly schedule: string
+  readonly job: string
+  readonly queue: string | null
+  readonly reason: string
+}
+
+/**
+ * `--live`: every live Schedule (stored ones that are enabled, not paused and not
+ * retired, and file ones not stored yet) whose Job no live worker serves. The database
+ * must exist: no database means no worker ever ran.
+ */
+const liveCheck = (registry: Registry) =>
+  Effect.gen(function*() {
+    const store = yield* Store
+    const schedules = yield* ScheduleStore
+    const now = yield* Clock.currentTimeMillis
+    const workers = yield* store.workersList({ now })
+    const stored = yield* schedules.schedulesList()
+    const live = stored.filter((s) => s.enabled && !s.paused && s.retiredAt === null).map((s) => ({ id: s.id, job: s.job }))
+    const known = new Set(stored.map((s) => s.id))
+    for (const c of registry.schedules) if (!known.has(c.schedule.id) && c.schedule.enabled) live.push({ id: c.schedule.id, job: c.schedule.job })
+    const unserved: Array<Unserved> = []
+    for (const s of live) {
+      const queue = registry.jobs.get(s.job)?.queue ?? null
+      const reason = queue === null ? `job ${s.job} is not defined by these apps` : unservedNote(workers, queue, s.job)
+      if (reason !== undefined) unserved.push({ schedule: s.id, job: s.job, queue, reason })
+    }
+    return { workers: workers.filter((w) => !w.stale).length, stale: workers.filter((w) => w.stale).length, unserved }
+  }).pipe(Effect.provide(storeLayer))
+
 /** The check command: loads config and apps, validates them, reports, and lists queued executions no app can run. */
 export const check = Command.make(
   "check",
-  { json: Flag.Boolean("json").pipe(Flag.withDescription("print JSON"), Flag.withDefault(false)) },
+  {
+    json: Flag.Boolean("json").pipe(Flag.withDescription("print JSON"), Flag.withDefault(false)),
+    live: Flag.Boolean("live").pipe(Flag.withDescription("also fail when a scheduled Job has no live worker (reads the database)"), Flag.withDefault(false))
+  },
   (flags) =>
     Effect.gen(function*() {
       const config = yield* loadConfig
@@ -58,12 +98,26 @@ export const check = Command.make(
       }
       const database = yield* unknownJobsIn(config, [...registry.jobs.keys()])
       const unknownJobs = database.checked ? database.unknown : null
-      if (flags.json) return yield* printJson({ ...report, unknownJobs, ...(database.checked ? {} : { database: database.reason }) })
+      const live = flags.live ? yield* liveCheck(registry) : undefined
+      const liveFailure = live && live.unserved.length > 0
+        ? new CliFailure(`${live.unserved.length} scheduled job(s) with no live worker: ${live.unserved.map((u) => `${u.schedule} (${u.reason})`).join("; ")}`)
+        : undefined
+      if (flags.json) {
+        yield* printJson({ ...report, ok: liveFailure === undefined, unknownJobs, ...(database.checked ? {} : { database: database.reason }), ...(live ? { live } : {}) })
+        return yield* liveFailure ? Effect.fail(liveFailure) : Effect.void
+      }
       const where = embedded ? `built into this binary from ${report.appsDir}` : `in ${report.appsDir}`
       yield* printLine(`ok: ${report.jobs.length} job(s) on ${report.queues.length} queue(s), ${report.schedules.length} schedule(s) ${where}`)
-      if (!database.checked) return yield* printLine(database.reason)
-      for (const u of database.unknown) {
-        yield* printLine(`warning: ${u.count} queued execution(s) of ${u.job}, which no app defines: no worker will run them`)
+      if (!database.checked) yield* printLine(database.reason)
+      else {
+        for (const u of database.unknown) {
+          yield* printLine(`warning: ${u.count} queued execution(s) of ${u.job}, which no app defines: no worker will run them`)
+        }
       }
+      if (live) {
+        yield* printLine(`live: ${live.workers} live worker(s)${live.stale > 0 ? `, ${live.stale} stale` : ""}`)
+        for (const u of live.unserved) yield* printLine(`error: schedule ${u.schedule}: ${u.reason}`)
+      }
+      if (liveFailure) return yield* Effect.fail(liveFailure)
     })
 ).pipe(Command.withDescription("Validate config and apps (Jobs, queues, Schedules and their payloads); exits non-zero on any problem"))
