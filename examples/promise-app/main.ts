@@ -27,9 +27,8 @@ for (const text of ["hello", "world", ""]) {
 }
 
 await roster.startWorker()
-const done = new Set(["succeeded", "failed", "cancelled"])
-const finished = async () => (await Promise.all(ids.map((id) => roster.get(id)))).every((e) => e !== null && done.has(e.state))
-while (!(await finished())) await new Promise((resolve) => setTimeout(resolve, 50))
+// Each wait ends when the worker commits that execution's outcome.
+await Promise.all(ids.map((id) => roster.waitFor(id, { timeout: "30 seconds" })))
 await roster.stopWorker()
 
 for (const e of await roster.list({ job: checksum.id })) {
