@@ -11,6 +11,10 @@
  * finishes; an attempt that would send it back to queued (a retry, a lease expiry, a
  * release) ends it cancelled instead, so it never runs again (DESIGN §2: it "ends
  * cancelled").
+ *
+ * A queue may be paused: a paused queue's claim takes nothing and its due executions are
+ * not work for `--exit-when-idle`, while its enqueues, outcomes and cancels go on as
+ * usual; a resume makes them claimable again.
  */
 import type { AttemptOutcome, ExecutionState } from "../../../src/store/Execution.ts"
 
@@ -87,6 +91,33 @@ export class Model {
   readonly everSeen: Array<string> = []
   /** Ids whose attempt rows changed since the last invariant check. */
   readonly touched = new Set<string>()
+  /** Queues with a stored state: paused (since when) or resumed (null). */
+  readonly queueStates = new Map<string, number | null>()
+
+  /** Whether a queue is paused now. */
+  isPaused(queue: string): boolean {
+    return (this.queueStates.get(queue) ?? null) !== null
+  }
+
+  /** Pauses a queue; whether it was not paused before (a second pause keeps the first time). */
+  pause(queue: string): boolean {
+    if (this.isPaused(queue)) return false
+    this.queueStates.set(queue, this.now)
+    return true
+  }
+
+  /** Resumes a queue; whether it was paused. */
+  resume(queue: string): boolean {
+    if (!this.isPaused(queue)) return false
+    this.queueStates.set(queue, null)
+    return true
+  }
+
+  /** Whether `--exit-when-idle` sees work: a due queued execution of an unpaused served queue and job, or any expired lease. */
+  hasWork(served: ReadonlyArray<{ readonly queue: string; readonly jobs: ReadonlyArray<string> }>): boolean {
+    return this.expired().length > 0 ||
+      served.some((q) => q.jobs.length > 0 && this.expectedClaim({ queue: q.queue, jobs: q.jobs, limit: 1 }).length > 0)
+  }
 
   /** The execution holding (job, key) now, if any. */
   byKey(job: string, key: string): ModelExecution | undefined {
@@ -113,8 +144,9 @@ export class Model {
     this.everSeen.push(row.id)
   }
 
-  /** The executions a claim must return, in claim order: due, queued, of the queue and jobs, up to limit. */
+  /** The executions a claim must return, in claim order: due, queued, of the queue (unless paused) and jobs, up to limit. */
   expectedClaim(req: { readonly queue: string; readonly jobs: ReadonlyArray<string>; readonly limit: number }): Array<ModelExecution> {
+    if (this.isPaused(req.queue)) return []
     return [...this.executions.values()]
       .filter((e) => e.state === "queued" && e.queue === req.queue && req.jobs.includes(e.job) && e.runAt <= this.now)
       .sort(claimOrder)

@@ -2,7 +2,8 @@
  * The fast-check commands of the model-based Store tests. Each one does to the real
  * store what a part of Roster does — the Client's enqueue, cancel and manual retry, a
  * Dispatcher's claim, a WorkerPool's outcome, a LeaseKeeper's heartbeat, a Reaper's
- * sweep, the prune Job — through the Store API only, checks the store's answer against
+ * sweep, the prune Job, an operator's queue pause and resume, `--exit-when-idle`'s
+ * look for work — through the Store API only, checks the store's answer against
  * the model, updates the model, and then checks every invariant (invariants.ts).
  */
 import { expect } from "bun:test"
@@ -316,6 +317,38 @@ class ManualRetry extends OnExecution {
   }
 }
 
+/** An operator's pause or resume of a queue (`roster queues pause|resume`): the answer, then every stored queue state. */
+class PauseQueue extends Step {
+  constructor(readonly queue: string, readonly pause: boolean) {
+    super()
+  }
+  async apply(m: Model, r: Real) {
+    const req = { queue: this.queue, now: m.now }
+    const changed = await r.run((s) => (this.pause ? s.queuesPause(req) : s.queuesResume(req)))
+    expect(changed).toBe(this.pause ? m.pause(this.queue) : m.resume(this.queue))
+    const expected = [...m.queueStates].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([queue, pausedAt]) => ({ queue, paused: pausedAt !== null, pausedAt }))
+    // A resume of a queue never paused stores nothing: the model keeps no state for it either.
+    expect(await r.run((s) => s.queuesList)).toEqual(expected)
+  }
+  toString() {
+    return `${this.pause ? "pause" : "resume"}(${this.queue})`
+  }
+}
+
+/** `--exit-when-idle`'s look for work on a set of served queues (Store.executionsHasWork). */
+class HasWork extends Step {
+  constructor(readonly served: ReadonlyArray<{ readonly queue: string; readonly jobs: ReadonlyArray<string> }>) {
+    super()
+  }
+  async apply(m: Model, r: Real) {
+    expect(await r.run((s) => s.executionsHasWork({ queues: this.served, now: m.now }))).toBe(m.hasWork(this.served))
+  }
+  toString() {
+    return `hasWork(${this.served.map((q) => `${q.queue}:[${q.jobs.join(",")}]`).join(" ")})`
+  }
+}
+
 /** The prune Job: finished executions older than the cut-offs go, with their attempt rows, up to a limit. */
 class Prune extends Step {
   constructor(readonly succeededAgo: number, readonly failedAgo: number, readonly limit: number) {
@@ -372,5 +405,8 @@ export const commandArbitraries: Array<fc.Arbitrary<Step>> = [
   pick.map((p) => new Cancel(p)),
   pick.map((p) => new ManualRetry(p)),
   fc.tuple(fc.constantFrom(0, 5_000, 60_000), fc.constantFrom(0, 5_000, 60_000), fc.constantFrom(1, 3, 100))
-    .map(([s, f, limit]) => new Prune(s, f, limit))
+    .map(([s, f, limit]) => new Prune(s, f, limit)),
+  fc.tuple(fc.constantFrom(...queues), fc.boolean()).map(([q, pause]) => new PauseQueue(q, pause)),
+  fc.subarray([...queues], { minLength: 1 }).chain((served) =>
+    fc.tuple(...served.map(() => fc.subarray(jobIds))).map((js) => new HasWork(served.map((queue, i) => ({ queue, jobs: js[i]! })))))
 ]
