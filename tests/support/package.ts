@@ -10,7 +10,7 @@
  * runs under `npm test`; `npm_config_local_prefix` would point a nested npm at this
  * checkout), INIT_CWD and NODE_ENV — what a user's fresh shell would have.
  */
-import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { repoRoot, spawnRoster, tail, type ProcessResult, type RosterProcess } from "./processes.ts"
@@ -64,7 +64,10 @@ const packedBytes = (): Promise<Uint8Array> => {
   packed ??= (async () => {
     const dir = tempDir("roster-pack-")
     try {
-      await runOk(["npm", "pack", "--pack-destination", dir], repoRoot, 300_000)
+      // `prepack` rebuilds dist/ in the checkout: test files running in parallel workers
+      // (bun test --parallel) take turns, so no build clobbers another's.
+      mkdirSync(join(repoRoot, "tests/.tmp"), { recursive: true })
+      await runOk(["flock", join(repoRoot, "tests/.tmp/.pack.lock"), "npm", "pack", "--pack-destination", dir], repoRoot, 300_000)
       const tarballs = readdirSync(dir).filter((f) => f.endsWith(".tgz"))
       if (tarballs.length !== 1 || tarballs[0] !== tarballName) throw new Error(`npm pack made ${tarballs.join(", ") || "nothing"}, not ${tarballName}`)
       return new Uint8Array(readFileSync(join(dir, tarballName)))
