@@ -3,7 +3,8 @@
  * through the Store's own queries: the same executions with the same fields; each in
  * exactly one state (the per-state lists partition the whole and match the counts);
  * attempt ≤ max attempts; a lease exactly when running; one execution per (job, key);
- * and the attempt rows of every execution the last command touched.
+ * the attempt rows of every execution the last command touched; and every stored queue
+ * state (paused since when, or resumed).
  */
 import { expect } from "bun:test"
 import { Effect } from "effect"
@@ -60,7 +61,8 @@ export const checkInvariants = async (m: Model, r: Real): Promise<void> => {
       byState: Effect.forEach(states, (state) => s.executionsList({ state, limit: all })),
       counts: s.executionsCount({}),
       queueCounts: Effect.forEach(queues, (queue) => s.executionsCount({ queue })),
-      attempts: Effect.forEach(touched, (id) => s.attemptsList(id))
+      attempts: Effect.forEach(touched, (id) => s.attemptsList(id)),
+      queueStates: s.queuesList
     }))
 
   // The same executions, field by field.
@@ -73,6 +75,10 @@ export const checkInvariants = async (m: Model, r: Real): Promise<void> => {
   states.forEach((state, i) => expect(seen.byState[i]!.every((e) => e.state === state)).toBe(true))
   expect(seen.counts).toEqual(m.counts())
   queues.forEach((queue, i) => expect(seen.queueCounts[i]).toEqual(m.counts({ queue })))
+
+  // Every stored queue state, by name: a pause lasts until its resume, whatever else happens.
+  expect(seen.queueStates).toEqual([...m.queueStates].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([queue, pausedAt]) => ({ queue, paused: pausedAt !== null, pausedAt })))
 
   const keys = new Set<string>()
   for (const e of seen.all) {
