@@ -70,3 +70,24 @@ export const isServed = (workers: ReadonlyArray<LiveWorker>, queue: string, job:
 /** The note a fire, a log line and `roster check --live` give a Job no live worker serves, or undefined. */
 export const unservedNote = (workers: ReadonlyArray<LiveWorker>, queue: string, job: string): string | undefined =>
   isServed(workers, queue, job) ? undefined : `no live worker serves queue ${queue} (job ${job})`
+
+/** A live Schedule whose Job no live worker serves, with why. */
+export interface Unserved {
+  readonly schedule: string
+  readonly job: string
+  /** The Job's queue, or null when these apps do not define the Job. */
+  readonly queue: string | null
+  readonly reason: string
+}
+
+/** The live Schedules among `schedules` whose Job no live worker serves (`queueOf` names a Job's queue, if the apps define it). */
+export const unservedSchedules = (
+  schedules: ReadonlyArray<{ readonly id: string; readonly job: string }>,
+  queueOf: (job: string) => string | undefined,
+  workers: ReadonlyArray<LiveWorker>
+): ReadonlyArray<Unserved> =>
+  schedules.flatMap((s) => {
+    const queue = queueOf(s.job) ?? null
+    const reason = queue === null ? `job ${s.job} is not defined by these apps` : unservedNote(workers, queue, s.job)
+    return reason === undefined ? [] : [{ schedule: s.id, job: s.job, queue, reason }]
+  })

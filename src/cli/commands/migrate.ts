@@ -10,7 +10,7 @@ import { Command, Flag } from "effect/cli"
 import type { Registry } from "../../jobs/Registry.ts"
 import { ScheduleStore } from "../../store/ScheduleStore.ts"
 import { Store } from "../../store/Store.ts"
-import { unservedNote } from "../../store/WorkerRules.ts"
+import { unservedSchedules } from "../../store/WorkerRules.ts"
 import * as RegistryLoader from "../../runtime/RegistryLoader.ts"
 import type { RosterConfig } from "../../runtime/Config.ts"
 import { databaseOf, isPostgresUrl } from "../../runtime/Roster.ts"
@@ -44,14 +44,6 @@ const unknownJobsIn = (config: RosterConfig, known: ReadonlyArray<string>) => {
   )
 }
 
-/** A live Schedule whose Job no live worker serves, with why. */
-interface Unserved {
-  readonly schedule: string
-  readonly job: string
-  readonly queue: string | null
-  readonly reason: string
-}
-
 /**
  * `--live`: every live Schedule (stored ones that are enabled, not paused and not
  * retired, and file ones not stored yet) whose Job no live worker serves. The database
@@ -67,12 +59,7 @@ const liveCheck = (registry: Registry) =>
     const live = stored.filter((s) => s.enabled && !s.paused && s.retiredAt === null).map((s) => ({ id: s.id, job: s.job }))
     const known = new Set(stored.map((s) => s.id))
     for (const c of registry.schedules) if (!known.has(c.schedule.id) && c.schedule.enabled) live.push({ id: c.schedule.id, job: c.schedule.job })
-    const unserved: Array<Unserved> = []
-    for (const s of live) {
-      const queue = registry.jobs.get(s.job)?.queue ?? null
-      const reason = queue === null ? `job ${s.job} is not defined by these apps` : unservedNote(workers, queue, s.job)
-      if (reason !== undefined) unserved.push({ schedule: s.id, job: s.job, queue, reason })
-    }
+    const unserved = unservedSchedules(live, (job) => registry.jobs.get(job)?.queue, workers)
     return { workers: workers.filter((w) => !w.stale).length, stale: workers.filter((w) => w.stale).length, unserved }
   }).pipe(Effect.provide(storeLayer))
 

@@ -15,6 +15,7 @@ import { count, duration, relative, time } from "../Format.ts"
 import type { Handler } from "../Http.ts"
 import { renderPage } from "../Http.ts"
 import { html, q, type Html } from "../Html.ts"
+import { workersCard } from "./OverviewWorkers.ts"
 
 const bucketMs = 5 * 60_000
 const buckets = 12
@@ -67,6 +68,7 @@ export const overview: Handler = (ctx) =>
     const oldest = queues.reduce<number | null>((m, q) => (q.oldestDueAt !== null && (m === null || q.oldestDueAt < m) ? q.oldestDueAt : m), null)
     const lastHour = series.reduce((acc, b) => ({ ok: acc.ok + b.succeeded, bad: acc.bad + b.failed }), { ok: 0, bad: 0 })
     const refresh = ctx.url.searchParams.get("refresh") === "1"
+    const workers = yield* workersCard(now)
 
     const stat = (label: string, value: string, extra: Html | string = "") =>
       html`<div class="card"><div class="muted small">${label}</div><div class="stat">${value}</div><div class="small muted">${extra}</div></div>`
@@ -102,6 +104,7 @@ ${unknown.length === 0 ? html`<p class="muted">None.</p>` : html`<table><thead><
       html`<tr><td>${listLink({ job: u.job, state: "queued" }, u.job)}</td><td class="num">${count(u.count)}</td></tr>`
     )}</tbody></table>`}</div>
 </div>
+${workers}
 <div class="card"><h2>Recent failures</h2>${executionsTable(failures, now, "No failed executions.")}
 ${failures.length > 0 ? html`<div class="pager">${listLink({ state: "failed" }, "All failed executions →")}</div>` : ""}</div>`
     return renderPage(ctx, { title: "Overview", section: "overview", body, refreshSeconds: refresh ? 5 : undefined })
