@@ -18,6 +18,8 @@ export type { RosterConfig, WorkerSettings } from "./runtime/Config.ts"
 // StoreError is what a Client operation fails with when the database does; the Store itself is unstable.
 export { StoreError } from "./store/Store.ts"
 export type { Execution, ExecutionState, ExecutionError, Attempt, Step } from "./store/Execution.ts"
+// What Client.queues() returns: one queue's pause state, concurrency and counts.
+export type { QueueSummary } from "./store/QueueRules.ts"
 export { enqueueWithin } from "./runtime/Transactional.ts"
 export { Schedules } from "./runtime/Schedules.ts"
 export { ScheduleNotFound, ScheduleReadOnly, ScheduleSourceConflict } from "./store/ScheduleStore.ts"
