@@ -16,7 +16,7 @@
  * process's commit seen by the change watcher), the earliest due time it was told
  * of, or the poll interval — whichever comes first.
  */
-import { Clock, Effect, Queue, Semaphore } from "effect"
+import { Clock, Deferred, Effect, Exit, Queue, Semaphore } from "effect"
 import type { QueueConfig } from "../jobs/QueueConfig.ts"
 import { Store } from "../store/Store.ts"
 import type { WakeBus } from "./WakeBus.ts"
@@ -45,6 +45,8 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
   const unsubscribe = options.bus.subscribe(options.queue.name, (dueAt) => Queue.offerUnsafe(mailbox, dueAt))
   yield* Effect.addFinalizer(() => Effect.sync(unsubscribe))
   const maxBatch = Math.max(1, Math.min(options.batchSize, options.queue.concurrency))
+  // Completed by the first claim that succeeds: the database is usable for this queue.
+  const firstClaim = Deferred.makeUnsafe<void>()
   let nextDueAt = Infinity
 
   const sleep = Effect.gen(function*() {
@@ -85,6 +87,7 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
           now,
           leaseMs: options.leaseMs
         }).pipe(Effect.onError(() => giveBack(permits)))
+        Deferred.doneUnsafe(firstClaim, Exit.void)
         if (claimed.length < permits) yield* giveBack(permits - claimed.length)
         for (const execution of claimed) {
           yield* options.pool.run(execution, Effect.asVoid(semaphore.release(1)), Effect.asVoid(unrecorded.release(1)))
@@ -95,5 +98,10 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
     }
   }).pipe(Effect.annotateLogs("queue", options.queue.name))
 
-  return { loop, wake: (dueAt: number) => Queue.offerUnsafe(mailbox, dueAt) }
+  return {
+    loop,
+    wake: (dueAt: number) => Queue.offerUnsafe(mailbox, dueAt),
+    /** Waits for the first claim that succeeded. */
+    ready: Deferred.await(firstClaim)
+  }
 })

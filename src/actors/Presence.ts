@@ -6,10 +6,12 @@
  * States and transitions:
  * - registered: each tick refreshes the row; a refresh that finds no row (pruned, or
  *   removed by hand) → unregistered.
- * - unregistered (also the start, if the first registration failed): each tick
- *   registers the row again → registered.
+ * - waiting (the start): until every Dispatcher's first claim has succeeded, so a
+ *   corrupt database is refused before the worker writes into it → registered.
+ * - unregistered (also after a failed first registration): each tick registers the
+ *   row again → registered.
  * A store failure leaves the state as it is and is logged; the next tick tries again.
- * The worker registers at start and removes the row at a clean stop (Worker.ts).
+ * The worker removes the row at a clean stop (Worker.ts).
  */
 import { Clock, Effect } from "effect"
 import { Store, type WorkerRegistration } from "../store/Store.ts"
@@ -23,10 +25,17 @@ export const beat = Effect.fnUntraced(function*(options: { readonly worker: Work
   return true
 })
 
-/** Presence's loop, to be run under the worker's Breaker; `registered` says whether the start registered. */
-export const loop = (options: { readonly worker: WorkerRegistration; readonly heartbeatMs: number; readonly registered: boolean }) =>
+/**
+ * Presence's loop, to be run under the worker's Breaker. It registers the row once
+ * `ready` (every Dispatcher's first claim) has succeeded: a worker whose database turns
+ * out unusable (corrupt) stops before writing anything of its own into it.
+ */
+export const loop = (options: { readonly worker: WorkerRegistration; readonly heartbeatMs: number; readonly ready: Effect.Effect<void> }) =>
   Effect.gen(function*() {
-    let registered = options.registered
+    yield* options.ready
+    let registered = yield* beat({ worker: options.worker, registered: false }).pipe(
+      Effect.catchTag("StoreError", (e) => Effect.as(Effect.logWarning(`worker ${options.worker.id} not registered yet: ${e.message}`), false))
+    )
     while (true) {
       yield* Effect.sleep(options.heartbeatMs)
       registered = yield* beat({ worker: options.worker, registered }).pipe(

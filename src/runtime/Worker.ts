@@ -2,7 +2,7 @@
  * The worker runtime: one Dispatcher per served queue, a WorkerPool, a LeaseKeeper, a
  * Reaper, a LogSink, a change watcher (SQLite's data_version, PostgreSQL's
  * LISTEN/NOTIFY) and Presence (its live-worker row), each supervised and forked into
- * the layer's scope. The worker registers its row at start and removes it at a clean
+ * the layer's scope. The worker registers its row after its first claims and removes it at a clean
  * stop, after in-flight work; a killed worker's row goes stale (WorkerRules.ts).
  *
  * Handlers run with their app's services (Services.ts), built once at start in the
@@ -105,6 +105,7 @@ export const start = Effect.fnUntraced(function*(options: WorkerOptions = {}) {
   const { run, broken } = yield* Breaker.make
   const dispatchers: Array<Fiber.Fiber<void>> = []
   const wakes: Array<(at: number) => void> = []
+  const readies: Array<Effect.Effect<void>> = []
   const served: Array<string> = []
   for (const queue of queues) {
     const jobs = [...core.registry.jobs.values()].filter((j) => j.queue === queue.name).map((j) => j.id)
@@ -112,13 +113,14 @@ export const start = Effect.fnUntraced(function*(options: WorkerOptions = {}) {
     served.push(...jobs)
     const d = yield* Dispatcher.make({ queue, jobs, workerId, pool, bus: core.bus, ...settings })
     wakes.push(d.wake)
+    readies.push(d.ready)
     dispatchers.push(yield* run(`Dispatcher(${queue.name})`, d.loop))
   }
   const background = [
     yield* run("LeaseKeeper", LeaseKeeper.loop({ workerId, pool, ...settings }).pipe(Effect.provideService(Store, store))),
     yield* run("Reaper", Reaper.loop({ registry: core.registry, recorder: core.recorder, intervalMs: settings.reapMs }).pipe(Effect.provideService(Store, store)))
   ]
-  // A registration that fails here is retried by Presence at its first tick.
+  // Presence registers it once every Dispatcher has claimed (the database is usable).
   const presence: WorkerRegistration = {
     id: workerId,
     host: hostname(),
@@ -128,11 +130,8 @@ export const start = Effect.fnUntraced(function*(options: WorkerOptions = {}) {
     version: rosterVersion,
     staleAfterMs: staleAfterMsOf(settings)
   }
-  const registered = yield* store.workersRegister({ worker: presence, now: yield* Clock.currentTimeMillis }).pipe(
-    Effect.as(true),
-    Effect.catchTag("StoreError", (e) => Effect.as(Effect.logWarning(`worker ${workerId} not registered yet: ${e.message}`), false))
-  )
-  background.push(yield* run("Presence", Presence.loop({ worker: presence, heartbeatMs: settings.heartbeatMs, registered }).pipe(Effect.provideService(Store, store))))
+  const ready = Effect.asVoid(Effect.all(readies, { concurrency: "unbounded" }))
+  background.push(yield* run("Presence", Presence.loop({ worker: presence, heartbeatMs: settings.heartbeatMs, ready }).pipe(Effect.provideService(Store, store))))
   if (settings.watchMs > 0) {
     const wakeAll = (now: number) => wakes.forEach((w) => w(now))
     background.push(yield* run("ChangeWatcher", ChangeWatcher.loop({ intervalMs: settings.watchMs, wake: wakeAll, bus: core.bus }).pipe(Effect.provideService(Store, store))))
