@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { BrowserContext, Page } from "playwright-core"
-import { chromiumPath, requireService } from "../support/env.ts"
+import { launchChromium, requireService } from "../support/env.ts"
 import { useScratch } from "../support/processes.ts"
 import { startDashboard, webApps } from "./DashboardProcess.ts"
 
@@ -23,12 +23,8 @@ describe.skipIf(browser.skip)("dashboard sessions in a browser", () => {
   let userDataDir: string | undefined
 
   const open = async (): Promise<Page> => {
-    const { chromium } = await import("playwright-core")
     userDataDir = mkdtempSync(join(tmpdir(), "roster-chromium-"))
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: chromiumPath()!,
-      args: ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-    })
+    context = await launchChromium(userDataDir)
     return context.newPage()
   }
   afterEach(async () => {

@@ -11,7 +11,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { BrowserContext, Page } from "playwright-core"
-import { chromiumPath, requireService } from "../support/env.ts"
+import { launchChromium, requireService } from "../support/env.ts"
 import { useScratch } from "../support/processes.ts"
 import { artifacts, drain, enqueue, startDashboard, webApps } from "./DashboardProcess.ts"
 
@@ -26,13 +26,8 @@ describe.skipIf(browser.skip)("dashboard in a browser", () => {
   let userDataDir: string | undefined
 
   const open = async (): Promise<Page> => {
-    const { chromium } = await import("playwright-core")
     userDataDir = mkdtempSync(join(tmpdir(), "roster-chromium-"))
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: chromiumPath()!,
-      args: ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-      viewport: { width: 1280, height: 900 }
-    })
+    context = await launchChromium(userDataDir, { viewport: { width: 1280, height: 900 } })
     const page = await context.newPage()
     const dialogs: Array<string> = []
     page.on("dialog", (d) => (dialogs.push(d.message()), void d.dismiss()))

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { rmSync } from "node:fs"
 import { join } from "node:path"
 import { cliEntry, parseJsonOutput, tail, waitFor, type ProcessResult } from "../support/processes.ts"
-import { npmInstall, packedTarball, run, runOk, start, tempDir } from "../support/package.ts"
+import { expectOk, npmInstall, packedTarball, run, runOk, start, tempDir } from "../support/package.ts"
 
 let root: string
 let project: string
@@ -28,11 +28,6 @@ beforeAll(async () => {
 afterAll(() => {
   rmSync(root, { recursive: true, force: true })
 })
-
-const expectOk = (r: ProcessResult): ProcessResult => {
-  expect(r.code, `${tail(r.stdout)}\n${tail(r.stderr)}`).toBe(0)
-  return r
-}
 
 /** `bun run <script> <args>` in the project, with the bun npm installed there. */
 const bunRun = (script: string, args: ReadonlyArray<string> = [], timeoutMs = 60_000): Promise<ProcessResult> =>

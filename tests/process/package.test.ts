@@ -20,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { cpSync, readFileSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { parseJsonOutput, repoRoot, tail, type ProcessResult } from "../support/processes.ts"
-import { npmInstall, packedTarball, peerSpecs, run, tarballEntries, tempDir } from "../support/package.ts"
+import { expectOk, npmInstall, packedTarball, peerSpecs, run, tarballEntries, tempDir } from "../support/package.ts"
 
 const fixture = join(repoRoot, "tests/fixtures/package-app")
 
@@ -39,11 +39,6 @@ beforeAll(async () => {
 afterAll(() => {
   rmSync(root, { recursive: true, force: true })
 })
-
-const expectOk = (r: ProcessResult): ProcessResult => {
-  expect(r.code, `${tail(r.stdout)}\n${tail(r.stderr)}`).toBe(0)
-  return r
-}
 
 /** `npx roster <args>` in the project: the bin npm linked from the tarball. */
 const roster = (args: ReadonlyArray<string>): Promise<ProcessResult> => run(["npx", "--no-install", "roster", ...args], project, 60_000)

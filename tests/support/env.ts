@@ -75,3 +75,16 @@ export const pgRestartCommand = (): Array<string> | undefined => {
   const logArgs = log === undefined ? [] : ["-l", log]
   return [...asUser, pgCtl, "-D", dataDir, ...logArgs, "restart", "-w", "-m", "fast"]
 }
+
+/**
+ * Starts headless Chromium (ROSTER_TEST_CHROMIUM) with a fresh profile in `userDataDir`,
+ * with the flags this machine's closed network needs (no background networking).
+ */
+export const launchChromium = async (userDataDir: string, options: { readonly viewport?: { readonly width: number; readonly height: number } } = {}) => {
+  const { chromium } = await import("playwright-core")
+  return chromium.launchPersistentContext(userDataDir, {
+    executablePath: chromiumPath()!,
+    args: ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    ...(options.viewport ? { viewport: options.viewport } : {})
+  })
+}

@@ -10,6 +10,7 @@
  * runs under `npm test`; `npm_config_local_prefix` would point a nested npm at this
  * checkout), INIT_CWD and NODE_ENV — what a user's fresh shell would have.
  */
+import { expect } from "bun:test"
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -46,6 +47,12 @@ export const start = (command: ReadonlyArray<string>, cwd: string, env: Readonly
 
 /** Runs `command` in `cwd` to its end (bounded by `timeoutMs`). */
 export const run = (command: ReadonlyArray<string>, cwd: string, timeoutMs = 120_000): Promise<ProcessResult> => start(command, cwd).wait(timeoutMs)
+
+/** Asserts a finished command exited 0, showing its output when it did not. */
+export const expectOk = (r: ProcessResult): ProcessResult => {
+  expect(r.code, `${tail(r.stdout)}\n${tail(r.stderr)}`).toBe(0)
+  return r
+}
 
 /** Runs `command` and throws, with its output, unless it exits 0. */
 export const runOk = async (command: ReadonlyArray<string>, cwd: string, timeoutMs = 120_000): Promise<ProcessResult> => {
