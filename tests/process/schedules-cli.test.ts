@@ -9,6 +9,7 @@ import { describe, expect, test } from "bun:test"
 import { mkdirSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { demoApps, parseJsonOutput, type ProcessResult, repoRoot, type Scratch, tail, useScratch, waitFor } from "../support/processes.ts"
+import { expectOneLineFailure } from "../support/badInput.ts"
 
 const isoTime = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
@@ -40,15 +41,6 @@ interface Fire {
   error: string | null
 }
 
-/** Expects a failure reported as exactly one `roster: ...` line on stderr, nothing on stdout. */
-const expectOneLineFailure = (r: ProcessResult, code: number, ...parts: Array<string>) => {
-  expect(r.code, r.stderr).toBe(code)
-  expect(r.stdout).toBe("")
-  const lines = r.stderr.trimEnd().split("\n")
-  expect(lines, r.stderr).toHaveLength(1)
-  expect(lines[0]!.startsWith("roster: ")).toBe(true)
-  for (const part of parts) expect(lines[0]).toContain(part)
-}
 
 const listJson = async (s: Scratch): Promise<Array<Summary>> => {
   const r = await s.run(["schedules", "list", "--json"])

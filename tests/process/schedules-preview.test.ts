@@ -10,17 +10,10 @@ import { describe, expect, test } from "bun:test"
 import { existsSync } from "node:fs"
 import * as Trigger from "../../src/jobs/Trigger.ts"
 import { parseJsonOutput, type ProcessResult, useScratch } from "../support/processes.ts"
+import { expectOneLineFailure } from "../support/badInput.ts"
 
 const scratch = useScratch()
 
-const expectOneLine = (r: ProcessResult, code: number, ...parts: Array<string>) => {
-  expect(r.code, r.stderr).toBe(code)
-  expect(r.stdout).toBe("")
-  const lines = r.stderr.trimEnd().split("\n")
-  expect(lines, r.stderr).toHaveLength(1)
-  expect(lines[0]!.startsWith("roster: ")).toBe(true)
-  for (const part of parts) expect(lines[0]).toContain(part)
-}
 
 const preview = async (...args: Array<string>): Promise<Array<string>> => {
   const r = await scratch().run(["schedules", "preview", ...args, "--json"])
@@ -81,13 +74,13 @@ describe("schedules preview refuses bad input with one line", () => {
       [["--cron", "0 * * * *", "--from", "1969-12-31T23:59:59Z"], "in 1970-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z"],
       [["--every-ms", "1.5"], "--every-ms must be a whole number of milliseconds"]
     ]
-    for (const [args, message] of cases) expectOneLine(await s.run(["schedules", "preview", ...args]), 2, message)
+    for (const [args, message] of cases) expectOneLineFailure(await s.run(["schedules", "preview", ...args]), 2, message)
   })
 
   test("a trigger schedules create refuses (exit 1): bad cron, unknown zone, interval under a second", async () => {
     const s = scratch()
-    expectOneLine(await s.run(["schedules", "preview", "--cron", "61 * * * *"]), 1, "invalid cron \"61 * * * *\"", "minute")
-    expectOneLine(await s.run(["schedules", "preview", "--cron", "0 9 * * *", "--timezone", "Mars/Olympus"]), 1, "unknown timezone \"Mars/Olympus\"")
-    expectOneLine(await s.run(["schedules", "preview", "--every-ms", "500"]), 1, ">= 1000")
+    expectOneLineFailure(await s.run(["schedules", "preview", "--cron", "61 * * * *"]), 1, "invalid cron \"61 * * * *\"", "minute")
+    expectOneLineFailure(await s.run(["schedules", "preview", "--cron", "0 9 * * *", "--timezone", "Mars/Olympus"]), 1, "unknown timezone \"Mars/Olympus\"")
+    expectOneLineFailure(await s.run(["schedules", "preview", "--every-ms", "500"]), 1, ">= 1000")
   })
 })

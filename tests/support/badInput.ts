@@ -53,3 +53,13 @@ export const expectAllRan = async (s: Scratch, ids: ReadonlyArray<string>, env: 
   expect(worker.code, tail(worker.stderr)).toBe(0)
   expect(await idsOf(s, "succeeded", env)).toEqual([...ids].sort())
 }
+
+/** Expects a failure reported as exactly one `roster: ...` line on stderr naming every part, nothing on stdout. */
+export const expectOneLineFailure = (r: ProcessResult, code: number, ...parts: Array<string>) => {
+  expect(r.code, r.stderr).toBe(code)
+  expect(r.stdout).toBe("")
+  const lines = r.stderr.trimEnd().split("\n")
+  expect(lines, r.stderr).toHaveLength(1)
+  expect(lines[0]!.startsWith("roster: ")).toBe(true)
+  for (const part of parts) expect(lines[0]).toContain(part)
+}
