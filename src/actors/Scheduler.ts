@@ -25,6 +25,7 @@ import * as FirePlan from "../jobs/FirePlan.ts"
 import type { Job } from "../jobs/Job.ts"
 import type { JobSchedule } from "../jobs/JobSchedule.ts"
 import { encodeJobPayload } from "../jobs/JobSchedule.ts"
+import { storedFlowKeysOf } from "../jobs/FlowKeys.ts"
 import * as Trigger from "../jobs/Trigger.ts"
 import { InvalidDefinition } from "../jobs/errors.ts"
 import { insertRow, newId as newUuid, settingsOf, type JobSettings } from "../store/InsertRow.ts"
@@ -39,11 +40,14 @@ export interface SchedulableJob extends JobSettings {
   readonly encode: (payload: unknown) => Effect.Effect<string, { readonly message: string }>
   /** Why this Job must not be enqueued now, if so; its fires are recorded `skipped` with this reason. */
   readonly disabled?: string | undefined
+  /** The flow keys of an encoded payload (see FlowKeys.ts); none when absent. */
+  readonly flowKeys?: ((payloadText: string) => { readonly concurrencyKey: string | null; readonly rateKey: string | null }) | undefined
 }
 
 /** A SchedulableJob from a Job definition (payloads encoded with its Schema's JSON codec). */
 export const fromJob = (job: Job): SchedulableJob => ({
   ...settingsOf(job),
+  flowKeys: (text) => storedFlowKeysOf(job, text),
   encode: (payload) =>
     Effect.suspend(() => {
       const text = encodeJobPayload(job, payload)
@@ -170,7 +174,7 @@ export const make = (options: SchedulerOptions): Effect.Effect<Scheduler> =>
           skipIfActive: s.overlap === "skip",
           ...(unserved === undefined ? {} : { error: unserved }),
           // A fire is started by the clock, not by a caller: no trace context.
-          execution: insertRow(s.job, job, { id: newId(now), payload: s.payload, now, traceContext: null })
+          execution: insertRow(s.job, job, { id: newId(now), payload: s.payload, now, traceContext: null, ...job.flowKeys?.(s.payload) })
         }
       })
       const results = yield* store.schedulesRecordFires(requests)

@@ -4,6 +4,7 @@
  * retry policy and a handler. Definitions are plain values; a Registry collects them
  * and a worker runs them.
  */
+import { type JobRateLimitInput, type JobFlow, jobFlowOf, type KeyConcurrencyInput } from "./FlowLimits.ts"
 import { Duration, Effect, Schema } from "effect"
 import type { RetryPolicy } from "./RetryPolicy.ts"
 import { defaultPolicy } from "./RetryPolicy.ts"
@@ -73,6 +74,8 @@ export interface Job<P extends AnySchema = AnySchema, S extends AnySchema = AnyS
    * permanent by default; `Job.permanent(...)` is never retried whatever this says.
    */
   readonly retryable: (error: unknown) => boolean
+  /** Per-key concurrency and the Job's rate limit, across every worker (see FlowLimits.ts). */
+  readonly flow: JobFlow<Schema.Schema.Type<P>>
   readonly handler: Handler<Schema.Schema.Type<P>, Schema.Schema.Type<S>, E, R>
 }
 
@@ -94,6 +97,13 @@ export interface JobOptions<P extends AnySchema, S extends AnySchema, E, R> {
   readonly retry?: RetryPolicy
   readonly priority?: number
   readonly retryable?: (error: unknown) => boolean
+  /**
+   * At most `limit` executions per key running at once across every worker; limit 1
+   * runs one key's executions one at a time, in claim order, while other keys run.
+   */
+  readonly concurrency?: KeyConcurrencyInput<Schema.Schema.Type<P>> | undefined
+  /** At most `limit` starts in any window of `period`, for the Job or (with `key`) per key. */
+  readonly rateLimit?: JobRateLimitInput<Schema.Schema.Type<P>> | undefined
   readonly handler: Handler<Schema.Schema.Type<P>, Schema.Schema.Type<S>, E, R>
 }
 
@@ -153,6 +163,7 @@ export const make = <P extends AnySchema, S extends AnySchema = typeof Schema.Un
     retry: options.retry ?? defaultPolicy,
     priority,
     retryable: options.retryable ?? retryAll,
+    flow: jobFlowOf(options.id, options),
     handler: options.handler
   }
 }

@@ -40,7 +40,7 @@ export class PayloadTooDeep extends Data.TaggedError("PayloadTooDeep")<{
  */
 export class InvalidEnqueueOption extends Data.TaggedError("InvalidEnqueueOption")<{
   readonly job: string
-  readonly option: "runAt" | "delayMs" | "priority" | "idempotencyKey"
+  readonly option: "runAt" | "delayMs" | "priority" | "idempotencyKey" | "concurrencyKey" | "dedupe"
   readonly message: string
   readonly item?: number | undefined
 }> {}

@@ -8,6 +8,7 @@
  * completed config is checked against ConfigRules.ts: a setting that cannot work is
  * refused at start, naming it and where it came from.
  */
+import type { QueueInput } from "../jobs/QueueConfig.ts"
 import { Effect, Layer } from "effect"
 import { existsSync } from "node:fs"
 import { resolve } from "node:path"
@@ -53,7 +54,7 @@ export interface RosterConfig {
   /** How long finished executions (with attempts, steps and logs) are kept; defaults 7 days / 30 days. */
   readonly retention?: { readonly succeededMs?: number; readonly failedMs?: number }
   /** Queues and their per-process concurrency; `default` always exists. */
-  readonly queues?: Readonly<Record<string, { readonly concurrency?: number }>>
+  readonly queues?: Readonly<Record<string, QueueInput>>
   /** Largest accepted encoded payload in bytes (default 1 MiB). */
   readonly maxPayloadBytes?: number
   /** SQLite durability: FULL (default) or NORMAL. */

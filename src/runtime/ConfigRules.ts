@@ -9,6 +9,7 @@
  * Pure: the environment comes in as a snapshot read by Env.ts, and Config.ts runs these
  * rules wherever a config is completed.
  */
+import { globalConcurrencyOf, rateLimitOf } from "../jobs/FlowLimits.ts"
 import { Effect, Layer } from "effect"
 import { InvalidDefinition } from "../jobs/errors.ts"
 import type { RosterConfig, WorkerSettings } from "./Config.ts"
@@ -186,6 +187,12 @@ export const checkConfig = (config: RosterConfig, sources: ReadonlyArray<Source>
     const v = get(config, path)
     return v === undefined || ok(v) ? undefined : refuse(origin(path), `must be ${what}, got ${describeValue(v)}`)
   }
+  const flow = (path: ReadonlyArray<string>, check: (v: unknown) => unknown): InvalidDefinition | undefined => {
+    const v = get(config, path)
+    if (v === undefined) return undefined
+    const problem = check(v)
+    return typeof problem === "string" ? refuse(origin(path), problem) : undefined
+  }
   const keys = (path: ReadonlyArray<string>, known: ReadonlyArray<string>): InvalidDefinition | undefined => {
     const v = path.length === 0 ? config : get(config, path)
     if (!isObject(v)) return undefined
@@ -218,7 +225,10 @@ export const checkConfig = (config: RosterConfig, sources: ReadonlyArray<Source>
     () => number(["retention", "failedMs"], retentionRange),
     ...Object.keys(isObject(config.queues) ? config.queues : {}).flatMap((name) => [
       () => shape(["queues", name], isObject, "an object like { concurrency: 5 }"),
-      () => number(["queues", name, "concurrency"], concurrencyRange)
+      () => keys(["queues", name], ["concurrency", "globalConcurrency", "rateLimit"]),
+      () => number(["queues", name, "concurrency"], concurrencyRange),
+      () => flow(["queues", name, "globalConcurrency"], globalConcurrencyOf),
+      () => flow(["queues", name, "rateLimit"], rateLimitOf)
     ]),
     () => {
       // A lease that ends before the second heartbeat can be lost to one slow or missed beat.

@@ -11,6 +11,7 @@
  * payloads through {@link encodePayload}. The row itself is built by
  * store/InsertRow.ts, like every other insert's.
  */
+import { flowKeysOf } from "../jobs/FlowLimits.ts"
 import { Effect } from "effect"
 import { failureMessage, jsonCodecOf } from "../jobs/JsonCodec.ts"
 import { depthOf, maxPayloadDepth } from "../jobs/JsonText.ts"
@@ -32,6 +33,11 @@ export interface EnqueueOptions {
   readonly delayMs?: number | undefined
   /** Overrides the Job's default priority (higher runs first); a 32-bit integer. */
   readonly priority?: number | undefined
+  /**
+   * Sets the key of the Job's per-key concurrency limit instead of computing it from the
+   * payload (at most 512 characters); refused for a Job that declares no `concurrency`.
+   */
+  readonly concurrencyKey?: string | undefined
 }
 
 /** Default largest payload: 1 MiB. */
@@ -141,9 +147,18 @@ export const prepareRow = (
       message: `idempotency key for ${job.id} is ${idempotencyKey.length} characters, over the ${maxKeyLength}-character limit`
     })
   }
+  if (options.concurrencyKey !== undefined && job.flow.concurrency === undefined) {
+    return new InvalidEnqueueOption({
+      job: job.id,
+      option: "concurrencyKey",
+      message: `concurrencyKey for ${job.id}: the Job declares no per-key concurrency (add concurrency: { key, limit } to its Job.make)`
+    })
+  }
   const text = encodeText(job, payload, maxBytes)
   if (typeof text !== "string") return text
-  return insertRow(job.id, settingsOf(job), { payload: text, now, runAt, priority, idempotencyKey, traceContext })
+  const keys = flowKeysOf(job.id, job.flow, payload, options.concurrencyKey)
+  if (typeof keys === "string") return new InvalidEnqueueOption({ job: job.id, option: "concurrencyKey", message: keys })
+  return insertRow(job.id, settingsOf(job), { payload: text, now, runAt, priority, idempotencyKey, traceContext, ...keys })
 }
 
 /** Whether {@link prepareRow} refused. */
@@ -175,6 +190,8 @@ export const prepareRetry = (original: Execution, now: number): InsertRequest =>
     scheduleId: original.scheduleId,
     fireAt: original.fireAt,
     retryOf: original.id,
-    traceContext: original.traceContext
+    traceContext: original.traceContext,
+    concurrencyKey: original.concurrencyKey,
+    rateKey: original.rateKey
   })
 }

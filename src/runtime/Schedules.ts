@@ -5,6 +5,7 @@
  * Schedules are Roster's own and refuse edits. Used by the Client, the CLI and the
  * dashboard alike.
  */
+import { storedFlowKeysOf } from "../jobs/FlowKeys.ts"
 import { Clock, Effect } from "effect"
 import { maxIdLength, parseId, reservedIdProblem } from "../jobs/Job.ts"
 import { maxMisfireCap } from "../jobs/JobSchedule.ts"
@@ -136,6 +137,7 @@ export const Schedules = {
         payload: s.payload,
         now,
         scheduleId: id,
+        ...storedFlowKeysOf(job, s.payload),
         // "Run now" continues the trace of whoever asked (a dashboard request, an app's span).
         traceContext: traceContextOf(yield* Effect.context<never>())
       })])

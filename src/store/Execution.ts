@@ -56,6 +56,12 @@ export interface Execution {
    * (`00-<trace id>-<span id>-<flags>`); null when the enqueue ran outside a span.
    */
   readonly traceContext: string | null
+  /** The key of its Job's per-key concurrency limit (null: none). */
+  readonly concurrencyKey: string | null
+  /** The key of its Job's per-key rate limit (null: none). */
+  readonly rateKey: string | null
+  /** The dedupe key it holds while queued or running (modes active and replace); null: none. */
+  readonly dedupeKey: string | null
   readonly result: unknown
   readonly error: ExecutionError | null
 }

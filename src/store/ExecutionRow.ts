@@ -34,6 +34,9 @@ export interface ExecutionRow {
   fire_at: Int | null
   retry_of: string | null
   trace_context: string | null
+  concurrency_key?: string | null
+  rate_key?: string | null
+  dedupe_key?: string | null
   result: string | null
   error: string | null
 }
@@ -79,6 +82,9 @@ export const toExecution = (r: ExecutionRow): Execution => ({
   fireAt: intOrNull(r.fire_at),
   retryOf: r.retry_of,
   traceContext: r.trace_context ?? null,
+  concurrencyKey: r.concurrency_key ?? null,
+  rateKey: r.rate_key ?? null,
+  dedupeKey: r.dedupe_key ?? null,
   result: parseJson(r.result),
   error: parseJson(r.error) as Execution["error"]
 })

@@ -39,6 +39,10 @@ export interface RowOrigin {
    * Schedule's fire has none.
    */
   readonly traceContext: string | null
+  readonly concurrencyKey?: string | null | undefined
+  readonly rateKey?: string | null | undefined
+  readonly dedupeKey?: string | null | undefined
+  readonly dedupeMode?: "active" | "replace" | undefined
 }
 
 /** The Job settings a row copies from a Job definition. */
@@ -64,7 +68,11 @@ export const insertRow = (job: string, settings: JobSettings, origin: RowOrigin)
   scheduleId: origin.scheduleId ?? null,
   fireAt: origin.fireAt ?? null,
   retryOf: origin.retryOf ?? null,
-  traceContext: origin.traceContext
+  traceContext: origin.traceContext,
+  concurrencyKey: origin.concurrencyKey ?? null,
+  rateKey: origin.rateKey ?? null,
+  dedupeKey: origin.dedupeKey ?? null,
+  dedupeMode: origin.dedupeMode
 })
 
 /** A UUIDv7 whose time part is `now` (so ids sort by creation and follow the Clock). */

@@ -54,12 +54,26 @@ export interface InsertRequest {
   readonly retryOf?: string | null
   /** The enqueue's W3C `traceparent`, continued by the run's span (see ExecutionSpan). */
   readonly traceContext?: string | null
+  /** The key its Job's per-key concurrency limit counts it under (null: none). */
+  readonly concurrencyKey?: string | null
+  /** The key its Job's per-key rate limit counts it under (null: the Job's limit, if any, is not per key). */
+  readonly rateKey?: string | null
+  /**
+   * A dedupe key held only while the execution is queued or running (see docs/jobs.md):
+   * `active` returns the execution holding it; `replace` replaces a queued holder's
+   * payload, run time and priority, or, when the holder is running, takes the key from
+   * it and inserts anew.
+   */
+  readonly dedupeKey?: string | null
+  readonly dedupeMode?: "active" | "replace" | undefined
 }
 
 /** Result of an insert: the execution's id, and whether it is new or an existing one with the same (job, key). */
 export interface InsertResult {
   readonly id: string
   readonly inserted: boolean
+  /** A `replace` dedupe that rewrote the queued holder of its key (then `inserted` is false). */
+  readonly replaced?: boolean | undefined
 }
 
 /** Claim up to `limit` due executions of `queue` whose job is in `jobs`, in claim order. */

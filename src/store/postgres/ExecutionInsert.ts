@@ -66,7 +66,10 @@ const columns = (rows: ReadonlyArray<InsertRequest>) => ({
   scheduleId: rows.map((r) => r.scheduleId ?? null),
   fireAt: rows.map((r) => r.fireAt ?? null),
   retryOf: rows.map((r) => r.retryOf ?? null),
-  traceContext: rows.map((r) => r.traceContext ?? null)
+  traceContext: rows.map((r) => r.traceContext ?? null),
+  concurrencyKey: rows.map((r) => r.concurrencyKey ?? null),
+  rateKey: rows.map((r) => r.rateKey ?? null),
+  dedupeKey: rows.map((r) => r.dedupeKey ?? null)
 })
 
 /**
@@ -89,15 +92,17 @@ export const insertExecutions = (
     const inserted = yield* sql<{ id: string }>`
       WITH ins AS (
         INSERT INTO roster_executions (id, job, queue, state, payload, priority, attempt, max_attempts, retry, timeout_ms,
-          run_at, created_at, idempotency_key, schedule_id, fire_at, retry_of, trace_context)
+          run_at, created_at, idempotency_key, schedule_id, fire_at, retry_of, trace_context, concurrency_key, rate_key, dedupe_key)
         SELECT r.id, r.job, r.queue, 'queued', r.payload, r.priority, 0, r.max_attempts, r.retry, r.timeout_ms,
-               r.run_at, r.created_at, r.idempotency_key, r.schedule_id, r.fire_at, r.retry_of, r.trace_context
+               r.run_at, r.created_at, r.idempotency_key, r.schedule_id, r.fire_at, r.retry_of, r.trace_context,
+               r.concurrency_key, r.rate_key, r.dedupe_key
           FROM unnest(${textArray(c.id)}::text[], ${textArray(c.job)}::text[], ${textArray(c.queue)}::text[], ${textArray(c.payload)}::text[], ${int4Array(c.priority)}::int4[],
                       ${int4Array(c.maxAttempts)}::int4[], ${textArray(c.retry)}::text[], ${int8Array(c.timeoutMs)}::int8[], ${int8Array(c.runAt)}::int8[], ${int8Array(c.createdAt)}::int8[],
                       ${textArray(c.key)}::text[], ${textArray(c.scheduleId)}::text[], ${int8Array(c.fireAt)}::int8[], ${textArray(c.retryOf)}::text[],
-                      ${textArray(c.traceContext)}::text[])
+                      ${textArray(c.traceContext)}::text[], ${textArray(c.concurrencyKey)}::text[], ${textArray(c.rateKey)}::text[],
+                      ${textArray(c.dedupeKey)}::text[])
                WITH ORDINALITY AS r(id, job, queue, payload, priority, max_attempts, retry, timeout_ms, run_at, created_at,
-                                    idempotency_key, schedule_id, fire_at, retry_of, trace_context, ord)
+                                    idempotency_key, schedule_id, fire_at, retry_of, trace_context, concurrency_key, rate_key, dedupe_key, ord)
          ORDER BY r.ord
         ${conflict}
         RETURNING id, queue, run_at

@@ -195,5 +195,30 @@ export const migrations: ReadonlyArray<Migration> = [
   stale_after_ms BIGINT NOT NULL
 )`
     ]
+  },
+  {
+    version: 7,
+    name: "flow control and dedupe modes",
+    statements: [
+      // Per-key concurrency and per-key rate limits: the keys an enqueue computed from the
+      // payload (NULL: the Job limits no key). The limits themselves are the workers' config.
+      `ALTER TABLE roster_executions ADD COLUMN concurrency_key TEXT COLLATE "C"`,
+      `ALTER TABLE roster_executions ADD COLUMN rate_key TEXT COLLATE "C"`,
+      // A dedupe key held only while its execution is queued or running (modes "active" and
+      // "replace", see docs/jobs.md): the partial unique index lets it go when the execution ends.
+      `ALTER TABLE roster_executions ADD COLUMN dedupe_key TEXT COLLATE "C"`,
+      `CREATE UNIQUE INDEX roster_executions_dedupe ON roster_executions (job, dedupe_key)
+  WHERE dedupe_key IS NOT NULL AND state IN ('queued','running')`,
+      // Starts counted by rate limits (sliding window log): n starts of scope, counted until
+      // expires_at (start time + period). Claims of a limited queue add and prune them.
+      `CREATE TABLE roster_rate_starts (
+  queue TEXT COLLATE "C" NOT NULL,
+  scope TEXT COLLATE "C" NOT NULL,
+  expires_at BIGINT NOT NULL,
+  n INTEGER NOT NULL
+)`,
+      `CREATE INDEX roster_rate_starts_queue ON roster_rate_starts (queue, expires_at)`,
+      `CREATE INDEX roster_rate_starts_expiry ON roster_rate_starts (expires_at)`
+    ]
   }
 ]

@@ -176,5 +176,30 @@ CREATE TABLE roster_workers (
   stale_after_ms INTEGER NOT NULL
 ) STRICT, WITHOUT ROWID;
 `
+  },
+  {
+    version: 7,
+    name: "flow control and dedupe modes",
+    sql: `
+-- Per-key concurrency and per-key rate limits: the keys an enqueue computed from the
+-- payload (NULL: the Job limits no key). The limits themselves are the workers' config.
+ALTER TABLE roster_executions ADD COLUMN concurrency_key TEXT;
+ALTER TABLE roster_executions ADD COLUMN rate_key TEXT;
+-- A dedupe key held only while its execution is queued or running (modes "active" and
+-- "replace", see docs/jobs.md): the partial unique index lets it go when the execution ends.
+ALTER TABLE roster_executions ADD COLUMN dedupe_key TEXT;
+CREATE UNIQUE INDEX roster_executions_dedupe ON roster_executions (job, dedupe_key)
+  WHERE dedupe_key IS NOT NULL AND state IN ('queued','running');
+-- Starts counted by rate limits (sliding window log): n starts of scope, counted until
+-- expires_at (start time + period). Claims of a limited queue add and prune them.
+CREATE TABLE roster_rate_starts (
+  queue TEXT NOT NULL,
+  scope TEXT NOT NULL,
+  expires_at INTEGER NOT NULL,
+  n INTEGER NOT NULL
+) STRICT;
+CREATE INDEX roster_rate_starts_queue ON roster_rate_starts (queue, expires_at);
+CREATE INDEX roster_rate_starts_expiry ON roster_rate_starts (expires_at);
+`
   }
 ]
