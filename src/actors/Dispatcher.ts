@@ -15,9 +15,18 @@
  * It sleeps until a wake-up (an in-process enqueue, a retry falling due, another
  * process's commit seen by the change watcher), the earliest due time it was told
  * of, or the poll interval — whichever comes first.
+ *
+ * A queue with limits across workers (global or per-key concurrency, rate limits; see
+ * store/FlowRules.ts) claims through the limited claim. A slot freed by an outcome
+ * wakes it (its own outcomes at once; other processes' through the change watcher), and
+ * a claim held back by a rate limit sleeps until the limit allows the next start, plus
+ * a small random spread so workers waiting on one window do not all claim at once.
  */
-import { Clock, Deferred, Effect, Exit, Queue, Semaphore } from "effect"
+import { Clock, Deferred, Effect, Exit, Queue, Random, Semaphore } from "effect"
 import type { QueueConfig } from "../jobs/QueueConfig.ts"
+import { type ClaimLimits, hasLimits } from "../store/FlowRules.ts"
+import type { Execution } from "../store/Execution.ts"
+import type { StoreError } from "../store/Store.ts"
 import { Store } from "../store/Store.ts"
 import type { WakeBus } from "./WakeBus.ts"
 import type { WorkerPool } from "./WorkerPool.ts"
@@ -34,11 +43,21 @@ export interface DispatcherOptions {
   readonly batchSize: number
   readonly pool: WorkerPool
   readonly bus: WakeBus
+  /** The queue's and its Jobs' limits across workers; null or empty: the plain claim. */
+  readonly limits?: ClaimLimits | null | undefined
+}
+
+/** The spread added to a rate limit's next start: up to a quarter of one start's share of the period, at most 25 ms. */
+const spreadMs = (limits: ClaimLimits): number => {
+  const rates = [limits.rateLimit, ...Object.values(limits.jobs).map((j) => j.rateLimit)].filter((r) => r !== null)
+  const share = Math.min(...rates.map((r) => r!.periodMs / r!.limit))
+  return Number.isFinite(share) ? Math.min(25, share / 4) : 0
 }
 
 /** The Dispatcher's loop, to be run under supervise(). Also returns a `wake` to poke it. */
 export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
   const store = yield* Store
+  const limits = hasLimits(options.limits) ? options.limits : null
   const semaphore = yield* Semaphore.make(options.queue.concurrency)
   const unrecorded = yield* Semaphore.make(options.queue.concurrency + Math.max(1, options.batchSize))
   const mailbox = yield* Queue.unbounded<number>()
@@ -68,6 +87,25 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
     if (nextDueAt <= now) nextDueAt = Infinity
   })
 
+  // A limited queue's slot frees when an outcome is stored: claim again at once.
+  const recorded = limits === null
+    ? Effect.asVoid(unrecorded.release(1))
+    : Effect.andThen(unrecorded.release(1), Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => Queue.offerUnsafe(mailbox, now))))
+
+  const claimOnce = (permits: number, now: number): Effect.Effect<ReadonlyArray<Execution>, StoreError> => {
+    const req = { queue: options.queue.name, jobs: options.jobs, workerId: options.workerId, limit: permits, now, leaseMs: options.leaseMs }
+    if (limits === null) return store.executionsClaim(req)
+    return Effect.gen(function*() {
+      const claimed = yield* store.executionsClaimLimited({ ...req, limits })
+      if (claimed.retryAt !== null && claimed.executions.length < permits) {
+        const spread = spreadMs(limits)
+        const at = claimed.retryAt + (spread > 0 ? Math.floor((yield* Random.next) * spread) : 0)
+        if (at < nextDueAt) nextDueAt = at
+      }
+      return claimed.executions
+    })
+  }
+
   const loop = Effect.gen(function*() {
     while (true) {
       yield* semaphore.take(1)
@@ -79,18 +117,11 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
       // or it would sit leased to nobody until its lease expired.
       const claimed = yield* Effect.uninterruptible(Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        const claimed = yield* store.executionsClaim({
-          queue: options.queue.name,
-          jobs: options.jobs,
-          workerId: options.workerId,
-          limit: permits,
-          now,
-          leaseMs: options.leaseMs
-        }).pipe(Effect.onError(() => giveBack(permits)))
+        const claimed = yield* claimOnce(permits, now).pipe(Effect.onError(() => giveBack(permits)))
         Deferred.doneUnsafe(firstClaim, Exit.void)
         if (claimed.length < permits) yield* giveBack(permits - claimed.length)
         for (const execution of claimed) {
-          yield* options.pool.run(execution, Effect.asVoid(semaphore.release(1)), Effect.asVoid(unrecorded.release(1)))
+          yield* options.pool.run(execution, Effect.asVoid(semaphore.release(1)), recorded)
         }
         return claimed
       }))

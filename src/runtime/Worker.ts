@@ -17,6 +17,7 @@
  * it and fails the handle's `broken`, so `roster worker` exits 1 instead of retrying
  * forever; a full disk or a lock timeout is retried under supervision.
  */
+import { claimLimitsOf, hasLimits } from "../store/FlowRules.ts"
 import { Clock, Effect, Fiber, Layer } from "effect"
 import { hostname } from "node:os"
 import * as ChangeWatcher from "../actors/ChangeWatcher.ts"
@@ -96,7 +97,7 @@ export const start = Effect.fnUntraced(function*(options: WorkerOptions = {}) {
   for (const name of names) {
     const q = core.registry.queues.get(name)
     if (!q) return yield* new InvalidDefinition({ message: `queue "${name}" is not declared (declared: ${[...core.registry.queues.keys()].join(", ")})` })
-    queues.push(options.concurrency !== undefined ? { name, concurrency: options.concurrency } : q)
+    queues.push(options.concurrency !== undefined ? { ...q, concurrency: options.concurrency } : q)
   }
   // Built before the actors, so closed after them: at shutdown, after in-flight work.
   const contexts = yield* Services.build()
@@ -105,14 +106,18 @@ export const start = Effect.fnUntraced(function*(options: WorkerOptions = {}) {
   const { run, broken } = yield* Breaker.make
   const dispatchers: Array<Fiber.Fiber<void>> = []
   const wakes: Array<(at: number) => void> = []
+  const limitedWakes: Array<(at: number) => void> = []
   const readies: Array<Effect.Effect<void>> = []
   const served: Array<string> = []
   for (const queue of queues) {
-    const jobs = [...core.registry.jobs.values()].filter((j) => j.queue === queue.name).map((j) => j.id)
+    const queueJobs = [...core.registry.jobs.values()].filter((j) => j.queue === queue.name)
+    const jobs = queueJobs.map((j) => j.id)
     if (jobs.length === 0) continue
     served.push(...jobs)
-    const d = yield* Dispatcher.make({ queue, jobs, workerId, pool, bus: core.bus, ...settings })
+    const limits = claimLimitsOf(queue, queueJobs)
+    const d = yield* Dispatcher.make({ queue, jobs, workerId, pool, bus: core.bus, limits, ...settings })
     wakes.push(d.wake)
+    if (hasLimits(limits)) limitedWakes.push(d.wake)
     readies.push(d.ready)
     dispatchers.push(yield* run(`Dispatcher(${queue.name})`, d.loop))
   }
@@ -134,7 +139,7 @@ export const start = Effect.fnUntraced(function*(options: WorkerOptions = {}) {
   background.push(yield* run("Presence", Presence.loop({ worker: presence, heartbeatMs: settings.heartbeatMs, ready }).pipe(Effect.provideService(Store, store))))
   if (settings.watchMs > 0) {
     const wakeAll = (now: number) => wakes.forEach((w) => w(now))
-    background.push(yield* run("ChangeWatcher", ChangeWatcher.loop({ intervalMs: settings.watchMs, wake: wakeAll, bus: core.bus }).pipe(Effect.provideService(Store, store))))
+    background.push(yield* run("ChangeWatcher", ChangeWatcher.loop({ intervalMs: settings.watchMs, wake: wakeAll, bus: core.bus, wakeOnOutcome: (now) => limitedWakes.forEach((w) => w(now)) }).pipe(Effect.provideService(Store, store))))
   }
 
   let stopped = false

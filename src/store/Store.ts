@@ -9,6 +9,7 @@
  */
 import { Cause, Context, Data, type Effect } from "effect"
 import type { RetrySnapshot } from "../jobs/RetryPolicy.ts"
+import type { ClaimLimits, RunningCount, StartRow } from "./FlowRules.ts"
 import type { Attempt, Execution, ExecutionError, ExecutionState, LogDrops, LogLine, Step } from "./Execution.ts"
 
 /**
@@ -84,6 +85,25 @@ export interface ClaimRequest {
   readonly limit: number
   readonly now: number
   readonly leaseMs: number
+}
+
+/** A claim of a queue under flow limits (see FlowRules.ts). */
+export interface LimitedClaimRequest extends ClaimRequest {
+  readonly limits: ClaimLimits
+}
+
+/** What a limited claim took, and when a rate limit that held work back allows a start again. */
+export interface LimitedClaim {
+  readonly executions: ReadonlyArray<Execution>
+  /** Null when no rate limit held anything back (a concurrency limit frees on an outcome, not at a time). */
+  readonly retryAt: number | null
+}
+
+/** What holds a queue's work back now: its pause, live running counts and live rate-limit starts. */
+export interface QueueFlow {
+  readonly paused: boolean
+  readonly running: ReadonlyArray<RunningCount>
+  readonly starts: ReadonlyArray<StartRow>
 }
 
 /** Identifies the attempt an outcome belongs to, for fencing. */
@@ -199,6 +219,15 @@ export class Store extends Context.Service<Store, {
   readonly executionsInsert: (rows: ReadonlyArray<InsertRequest>) => Effect.Effect<ReadonlyArray<InsertResult>, StoreError>
   /** Claims due executions in claim order (priority DESC, run_at, id), leasing them to the worker; a paused queue gives none. */
   readonly executionsClaim: (req: ClaimRequest) => Effect.Effect<ReadonlyArray<Execution>, StoreError>
+  /**
+   * Claims as {@link executionsClaim}, under a queue's global concurrency and rate limit
+   * and its Jobs' per-key concurrency and rate limits (FlowRules.ts), counted across
+   * every process and applied in one transaction serialised per queue; writes the
+   * rate-limit starts it takes.
+   */
+  readonly executionsClaimLimited: (req: LimitedClaimRequest) => Effect.Effect<LimitedClaim, StoreError>
+  /** A queue's pause, live running counts per (job, key) and live rate-limit starts at `now` (read-only). */
+  readonly queuesFlow: (req: { readonly queue: string; readonly now: number }) => Effect.Effect<QueueFlow, StoreError>
   /**
    * Applies outcomes in one transaction; returns, for each, whether it was applied
    * (false: the lease was lost, or, for a Reaper's `expired` outcome, was renewed).

@@ -30,7 +30,8 @@ import type { ExecutionState, LogDrops, LogLine } from "../Execution.ts"
 import { type AttemptRow, byClaimOrder, type ExecutionRow, type LogDropsRow, type LogRow, type StepRow, toAttempt, toExecution, toLogDrops, toLogLine, toStep } from "../ExecutionRow.ts"
 import { attemptOutcomeOf, cancelOf, claimsNothing, countsOf, errorTextOf, expiredBeforeOf, filterClauses, pageLimit, pruneLimit, withSucceededAttempt } from "../ExecutionRules.ts"
 import { ScheduleStore } from "../ScheduleStore.ts"
-import type { ExecutionFilter, Outcome } from "../Store.ts"
+import type { ExecutionFilter, LimitedClaimRequest, Outcome } from "../Store.ts"
+import { claimLimited, readQueueFlow } from "./PgFlowClaim.ts"
 import { Store, StoreError } from "../Store.ts"
 import { insertExecutions } from "./ExecutionInsert.ts"
 import * as InDoubt from "./InDoubt.ts"
@@ -187,6 +188,16 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
       return rows.map(toExecution).sort(byClaimOrder)
     })
 
+  const claimWithin = (req: LimitedClaimRequest) =>
+    Effect.gen(function*() {
+      yield* inDoubt.settleOutcomes
+      yield* inDoubt.settleClaims(req.workerId, req.queue)
+      const mark = { workerId: req.workerId, queue: req.queue, startedAt: req.now }
+      const claimed = yield* claimLimited(relaxed, req).pipe(Effect.onError(() => Effect.sync(() => inDoubt.claimFailed(mark))))
+      inDoubt.claimed(mark, claimed.executions.map((e) => e.id))
+      return claimed
+    })
+
   const cancelOne = (id: string, now: number) =>
     sql.withTransaction(Effect.gen(function*() {
       const [row] = yield* sql<{ state: ExecutionState }>`SELECT state FROM roster_executions WHERE id = ${id} FOR UPDATE`
@@ -238,6 +249,8 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
     migrate: Effect.flatMap(Clock.currentTimeMillis, (now) => op("migrate", Effect.asVoid(applyMigrations(sql, { now })))),
     executionsInsert: (rows) => (rows.length === 0 ? Effect.succeed([]) : insertRetrying(rows)),
     executionsClaim: (req) => (claimsNothing(req) ? Effect.succeed([]) : op("claim executions", claim(req))),
+    executionsClaimLimited: (req) => (claimsNothing(req) ? Effect.succeed({ executions: [], retryAt: null }) : op("claim executions", claimWithin(req))),
+    queuesFlow: (req) => op("read queue flow", sql.withTransaction(readQueueFlow(sql, req.queue, req.now))),
     executionsFinish: (outcomes) =>
       outcomes.length === 0
         ? Effect.succeed([])

@@ -14,6 +14,7 @@ import { type AttemptRow, byClaimOrder, type ExecutionRow, type LogDropsRow, typ
 import { attemptOutcomeOf, cancelOf, claimsNothing, countsOf, endedAttemptOutcome, errorTextOf, expiredBeforeOf, filterClauses, pageLimit, pruneLimit, withSucceededAttempt } from "../ExecutionRules.ts"
 import type { CancelResult, ExecutionFilter, InsertRequest, InsertResult, Outcome } from "../Store.ts"
 import { Store, StoreError, type StoreErrorReason } from "../Store.ts"
+import { makeSqliteFlow } from "./SqliteFlowClaim.ts"
 import { makeSqliteQueues } from "./SqliteQueues.ts"
 import { makeSqliteStats } from "./SqliteStats.ts"
 import { makeSqliteWorkers } from "./SqliteWorkers.ts"
@@ -354,7 +355,8 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
       }),
     ...makeSqliteWorkers(db, attempt),
     ...makeSqliteStats(db, attempt),
-    ...makeSqliteQueues(db, attempt)
+    ...makeSqliteQueues(db, attempt),
+    ...makeSqliteFlow(db, attempt, relaxed)
   })
 }
 

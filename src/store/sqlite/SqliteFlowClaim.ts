@@ -1,0 +1,76 @@
+/**
+ * The limited claim on SQLite (FlowRules.ts): in one immediate transaction — the write
+ * lock serialises it against every other claim, from any process — read the queue's
+ * pause, live running counts and live rate-limit starts, scan due candidates without
+ * the (job, key) pairs and Jobs at their limit, choose, claim the chosen rows, and write
+ * the starts. Also the read-only flow snapshot the surfaces explain held-back work with.
+ */
+import type { Database } from "bun:sqlite"
+import { byClaimOrder, type ExecutionRow, toExecution } from "../ExecutionRow.ts"
+import { type Candidate, flowStateOf, roomOf, type RunningCount, scanSizeOf, selectClaims, type StartRow } from "../FlowRules.ts"
+import type { LimitedClaim, LimitedClaimRequest, QueueFlow, Store } from "../Store.ts"
+import type { Attempt } from "./SqliteStats.ts"
+
+/** The limited claim and the flow snapshot of the SQLite Store. */
+export const makeSqliteFlow = (
+  db: Database,
+  attempt: Attempt,
+  relaxed: <A>(f: () => A) => A
+): Pick<Store["Service"], "executionsClaimLimited" | "queuesFlow"> => {
+  const paused = db.query<{ one: number }, [string]>("SELECT 1 AS one FROM roster_queues WHERE name = ? AND paused")
+  // Running executions are few (bounded by every worker's concurrency): the expiry index holds exactly them.
+  const running = db.query<{ job: string; key: string | null; count: number }, [number, string]>(
+    `SELECT job, concurrency_key AS key, COUNT(*) AS count FROM roster_executions INDEXED BY roster_executions_expiry
+      WHERE state = 'running' AND lease_expires_at >= ?1 AND queue = ?2 GROUP BY job, concurrency_key`
+  )
+  const starts = db.query<{ scope: string; expires_at: number; n: number }, [string, number]>(
+    "SELECT scope, expires_at, n FROM roster_rate_starts WHERE queue = ? AND expires_at > ?"
+  )
+  const candidates = db.query<{ id: string; job: string; concurrency_key: string | null; rate_key: string | null }, [string, number, string, string, string, number]>(
+    `SELECT id, job, concurrency_key, rate_key FROM roster_executions INDEXED BY roster_executions_claim
+      WHERE state = 'queued' AND queue = ?1 AND run_at <= ?2 AND job IN (SELECT value FROM json_each(?3))
+        AND (concurrency_key IS NULL OR (job || char(31) || concurrency_key) NOT IN (SELECT value FROM json_each(?4)))
+        AND (rate_key IS NULL OR (job || char(31) || rate_key) NOT IN (SELECT value FROM json_each(?5)))
+      ORDER BY priority DESC, run_at, id
+      LIMIT ?6`
+  )
+  const claimIds = db.query<ExecutionRow, [string, number, number, string]>(
+    `UPDATE roster_executions
+        SET state = 'running', attempt = attempt + 1, lease_owner = ?1, lease_expires_at = ?2, started_at = ?3
+      WHERE id IN (SELECT value FROM json_each(?4)) AND state = 'queued'
+      RETURNING *`
+  )
+  const addStart = db.query("INSERT INTO roster_rate_starts (queue, scope, expires_at, n) VALUES (?, ?, ?, ?)")
+  const pruneStarts = db.query("DELETE FROM roster_rate_starts WHERE queue = ? AND expires_at <= ?")
+
+  const snapshot = (queue: string, now: number): QueueFlow => ({
+    paused: paused.get(queue) !== null,
+    running: running.all(now, queue) satisfies ReadonlyArray<RunningCount>,
+    starts: starts.all(queue, now).map((s): StartRow => ({ scope: s.scope, expiresAt: s.expires_at, n: s.n }))
+  })
+
+  const claim = db.transaction((req: LimitedClaimRequest): LimitedClaim => {
+    const flow = snapshot(req.queue, req.now)
+    if (flow.paused) return { executions: [], retryAt: null }
+    const state = flowStateOf(req.limits, flow.running, flow.starts, req.now)
+    const room = roomOf(state, req.limit)
+    const jobs = req.jobs.filter((j) => !state.blockedJobs.includes(j))
+    if (room === 0 || jobs.length === 0) return { executions: [], retryAt: state.rateFreesAt }
+    const scanned = candidates.all(
+      req.queue, req.now, JSON.stringify(jobs), JSON.stringify(state.blockedConcurrency), JSON.stringify(state.blockedRate), scanSizeOf(room)
+    ).map((r): Candidate => ({ id: r.id, job: r.job, concurrencyKey: r.concurrency_key, rateKey: r.rate_key }))
+    const chosen = selectClaims(req.limits, state, flow.starts, scanned, req.limit, req.now)
+    pruneStarts.run(req.queue, req.now)
+    if (chosen.ids.length === 0) return { executions: [], retryAt: chosen.retryAt }
+    const rows = claimIds.all(req.workerId, req.now + req.leaseMs, req.now, JSON.stringify(chosen.ids))
+    for (const s of chosen.starts) addStart.run(req.queue, s.scope, s.expiresAt, s.n)
+    return { executions: rows.map(toExecution).sort(byClaimOrder), retryAt: chosen.retryAt }
+  })
+
+  return {
+    executionsClaimLimited: (req) =>
+      attempt("claim executions", () =>
+        req.limit <= 0 || req.jobs.length === 0 ? { executions: [], retryAt: null } : relaxed(() => claim.immediate(req))),
+    queuesFlow: (req) => attempt("read queue flow", () => db.transaction(() => snapshot(req.queue, req.now)).deferred())
+  }
+}
