@@ -56,7 +56,7 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
           }
           const due = new Map<string, number>()
           rows.forEach((r, j) => {
-            if (exit.value[j]?.inserted) due.set(r.queue, Math.min(due.get(r.queue) ?? Infinity, r.runAt))
+            if (exit.value[j]?.inserted || exit.value[j]?.replaced) due.set(r.queue, Math.min(due.get(r.queue) ?? Infinity, r.runAt))
           })
           for (const [queue, at] of due) bus.notify(queue, at)
         } else {

@@ -27,6 +27,19 @@ import type { InsertRequest } from "../store/Store.ts"
 export interface EnqueueOptions {
   /** Dedupes the enqueue: an existing (job, key) returns the existing execution. Trimmed; empty means none; at most 512 characters. */
   readonly idempotencyKey?: string | undefined
+  /**
+   * How `idempotencyKey` dedupes (see docs/jobs.md, "Dedupe modes"); default `"forever"`:
+   * - `"forever"`: the key is held as long as its execution exists; an enqueue with it
+   *   returns that execution (`inserted: false`).
+   * - `"active"`: the key is held only while its execution is queued or running; an
+   *   enqueue with it then returns that execution, and once it has ended a new one is
+   *   inserted.
+   * - `"replace"` (debounce): as `"active"`, but a queued holder takes this enqueue's
+   *   payload, run time and priority (`replaced: true`); a running holder gives up the
+   *   key and a new execution is inserted, to run after this change.
+   * Only with an `idempotencyKey`.
+   */
+  readonly dedupe?: DedupeMode | undefined
   /** Run no earlier than this time (epoch ms or Date), from 1970-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z. */
   readonly runAt?: number | Date | undefined
   /** Run after this delay (whole ms, >= 0, ending by 9999-12-31T23:59:59.999Z) from now; ignored when runAt is given. */
@@ -39,6 +52,12 @@ export interface EnqueueOptions {
    */
   readonly concurrencyKey?: string | undefined
 }
+
+/** The dedupe modes of an idempotency key (see {@link EnqueueOptions.dedupe}). */
+export type DedupeMode = "forever" | "active" | "replace"
+
+/** Every {@link DedupeMode}. */
+export const dedupeModes: ReadonlyArray<DedupeMode> = ["forever", "active", "replace"]
 
 /** Default largest payload: 1 MiB. */
 export const defaultMaxPayloadBytes = 1024 * 1024
@@ -147,6 +166,21 @@ export const prepareRow = (
       message: `idempotency key for ${job.id} is ${idempotencyKey.length} characters, over the ${maxKeyLength}-character limit`
     })
   }
+  const dedupe = options.dedupe ?? "forever"
+  if (!dedupeModes.includes(dedupe)) {
+    return new InvalidEnqueueOption({
+      job: job.id,
+      option: "dedupe",
+      message: `dedupe for ${job.id} must be one of ${dedupeModes.join(", ")}, got ${JSON.stringify(dedupe)}`
+    })
+  }
+  if (dedupe !== "forever" && idempotencyKey === null) {
+    return new InvalidEnqueueOption({
+      job: job.id,
+      option: "dedupe",
+      message: `dedupe "${dedupe}" for ${job.id} needs an idempotencyKey (the key it dedupes on)`
+    })
+  }
   if (options.concurrencyKey !== undefined && job.flow.concurrency === undefined) {
     return new InvalidEnqueueOption({
       job: job.id,
@@ -158,7 +192,11 @@ export const prepareRow = (
   if (typeof text !== "string") return text
   const keys = flowKeysOf(job.id, job.flow, payload, options.concurrencyKey)
   if (typeof keys === "string") return new InvalidEnqueueOption({ job: job.id, option: "concurrencyKey", message: keys })
-  return insertRow(job.id, settingsOf(job), { payload: text, now, runAt, priority, idempotencyKey, traceContext, ...keys })
+  // An active or replace key goes to its own column, whose index holds it only while queued or running.
+  const dedupeKeys = dedupe === "forever"
+    ? { idempotencyKey }
+    : { idempotencyKey: null, dedupeKey: idempotencyKey, dedupeMode: dedupe }
+  return insertRow(job.id, settingsOf(job), { payload: text, now, runAt, priority, traceContext, ...keys, ...dedupeKeys })
 }
 
 /** Whether {@link prepareRow} refused. */

@@ -8,6 +8,7 @@ import { Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { readFileSync } from "node:fs"
 import { Client, itemPrefix } from "../../runtime/Client.ts"
+import { dedupeModes } from "../../runtime/Enqueue.ts"
 import { runtimeLayer } from "../Environment.ts"
 import { CliFailure, printJson, printLine } from "../Output.ts"
 
@@ -61,6 +62,10 @@ export const enqueue = Command.make(
     payload: Flag.String("payload").pipe(Flag.withDescription("the payload as JSON"), Flag.optional),
     ndjson: Flag.String("ndjson").pipe(Flag.withDescription("a file with one JSON payload per line, or - for stdin"), Flag.optional),
     key: Flag.String("idempotency-key").pipe(Flag.withDescription("dedupe key: an existing (job, key) returns the existing execution"), Flag.optional),
+    dedupe: Flag.Literals("dedupe", dedupeModes).pipe(
+      Flag.withDescription("how --idempotency-key dedupes: forever (default), active (only while queued or running), replace (debounce: a queued one takes this payload and run time)"),
+      Flag.optional
+    ),
     delay: Flag.Int("delay-ms").pipe(Flag.withDescription("run no earlier than this many ms from now"), Flag.optional),
     priority: Flag.Int("priority").pipe(Flag.withDescription("override the Job's priority (higher first)"), Flag.optional),
     json: Flag.Boolean("json").pipe(Flag.withDescription("print JSON"), Flag.withDefault(false))
@@ -70,6 +75,7 @@ export const enqueue = Command.make(
       const client = yield* Client
       const options = {
         idempotencyKey: Option.getOrUndefined(flags.key),
+        dedupe: Option.getOrUndefined(flags.dedupe),
         delayMs: Option.getOrUndefined(flags.delay),
         priority: Option.getOrUndefined(flags.priority)
       }
@@ -90,7 +96,8 @@ export const enqueue = Command.make(
       }
       const payload = yield* parseJson(Option.getOrElse(flags.payload, () => "{}"), "--payload")
       const result = yield* client.enqueue(flags.job, payload, options)
-      if (flags.json) yield* printJson(result)
-      else yield* printLine(`${result.inserted ? "enqueued" : "already enqueued"} ${flags.job} ${result.id}`)
+      // With --dedupe, `replaced` is always there; without it, { id, inserted } as before.
+      if (flags.json) yield* printJson(Option.isSome(flags.dedupe) ? { id: result.id, inserted: result.inserted, replaced: result.replaced ?? false } : result)
+      else yield* printLine(`${result.inserted ? "enqueued" : result.replaced ? "replaced the queued" : "already enqueued"} ${flags.job} ${result.id}`)
     }).pipe(Effect.provide(runtimeLayer))
 ).pipe(Command.withDescription("Enqueue executions of a Job"))

@@ -3,6 +3,8 @@
  * enqueues), schedule fires and transactional enqueue: one statement for a whole
  * batch (`unnest` of column arrays), which also sends the wake-up.
  *
+ * Dedupe keys (modes active and replace) go through DedupeInsert.ts instead.
+ *
  * Idempotency: a row whose (job, key) exists is skipped by `ON CONFLICT` and its
  * existing id is read back afterwards (a statement that waited on a concurrent insert
  * of the same key sees it once that commits). Rows are inserted in request order, so
@@ -19,6 +21,7 @@ import type { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import type { InsertRequest, InsertResult } from "../Store.ts"
 import { StoreError } from "../Store.ts"
+import { insertDeduped } from "./DedupeInsert.ts"
 import { int4Array, int8Array, textArray } from "./PgValues.ts"
 
 /** The channel every Roster wake-up is sent on; listeners filter by schema. */
@@ -72,12 +75,35 @@ const columns = (rows: ReadonlyArray<InsertRequest>) => ({
   dedupeKey: rows.map((r) => r.dedupeKey ?? null)
 })
 
+const hasDedupeKey = (r: InsertRequest) => (r.dedupeKey ?? null) !== null
+
 /**
- * Inserts `rows` in one statement; returns, in request order, each row's id and
- * whether it is new. Runs on whatever connection `sql` resolves to — the caller's
- * transaction, if one is open.
+ * Inserts `rows`; returns, in request order, each row's id and whether it is new. Runs
+ * on whatever connection `sql` resolves to — the caller's transaction, if one is open.
+ * Rows without a dedupe key go in one statement; rows with one (modes active and
+ * replace) one at a time, in request order, through DedupeInsert.ts, all in one
+ * transaction (a savepoint inside the caller's).
  */
 export const insertExecutions = (
+  sql: SqlClient,
+  rows: ReadonlyArray<InsertRequest>,
+  options: InsertOptions
+): Effect.Effect<ReadonlyArray<InsertResult>, SqlError | StoreError> => {
+  if (!rows.some(hasDedupeKey)) return insertPlain(sql, rows, options)
+  return sql.withTransaction(Effect.gen(function*() {
+    // Dedupe keys and idempotency keys never meet, so the plain rows may go first.
+    const plain = yield* insertPlain(sql, rows.filter((r) => !hasDedupeKey(r)), options)
+    const results: Array<InsertResult> = []
+    let i = 0
+    for (const r of rows) {
+      results.push(hasDedupeKey(r) ? yield* insertDeduped(sql, r, options.origin, options.ownIdsMayExist ?? false) : plain[i++]!)
+    }
+    return results
+  }))
+}
+
+/** Inserts rows without a dedupe key in one statement. */
+const insertPlain = (
   sql: SqlClient,
   rows: ReadonlyArray<InsertRequest>,
   options: InsertOptions

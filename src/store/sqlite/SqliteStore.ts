@@ -15,6 +15,7 @@ import { attemptOutcomeOf, cancelOf, claimsNothing, countsOf, endedAttemptOutcom
 import type { CancelResult, ExecutionFilter, InsertRequest, InsertResult, Outcome } from "../Store.ts"
 import { Store, StoreError, type StoreErrorReason } from "../Store.ts"
 import { makeSqliteFlow } from "./SqliteFlowClaim.ts"
+import { insertDeduped } from "./DedupeInsert.ts"
 import { makeSqliteQueues } from "./SqliteQueues.ts"
 import { makeSqliteStats } from "./SqliteStats.ts"
 import { makeSqliteWorkers } from "./SqliteWorkers.ts"
@@ -44,14 +45,17 @@ export const makeStatements = (db: Database) => {
   const byKey = db.query<{ id: string }, [string, string]>(
     "SELECT id FROM roster_executions WHERE job = ? AND idempotency_key = ?"
   )
-  const insertOne = (r: InsertRequest): InsertResult => {
-    const key = r.idempotencyKey
-    const row = insert.get(
+  const tryInsert = (r: InsertRequest): boolean =>
+    (insert.get(
       r.id, r.job, r.queue, r.payload, r.priority, r.retry.attempts, retryJson(r.retry), r.timeoutMs,
-      r.runAt, r.now, key, r.scheduleId ?? null, r.fireAt ?? null, r.retryOf ?? null, r.traceContext ?? null,
+      r.runAt, r.now, r.idempotencyKey, r.scheduleId ?? null, r.fireAt ?? null, r.retryOf ?? null, r.traceContext ?? null,
       r.concurrencyKey ?? null, r.rateKey ?? null, r.dedupeKey ?? null
-    )
-    if (row) return { id: row.id, inserted: true }
+    ) ?? null) !== null
+  const insertOne = (r: InsertRequest): InsertResult => {
+    // A dedupe key (modes active, replace) is held only while queued or running: DedupeInsert.ts.
+    if ((r.dedupeKey ?? null) !== null) return insertDeduped(db, r, tryInsert)
+    const key = r.idempotencyKey
+    if (tryInsert(r)) return { id: r.id, inserted: true }
     if (key === null) throw new Error(`execution id ${r.id} already exists`)
     const existing = byKey.get(r.job, key)
     if (!existing) throw new Error(`insert of ${r.job} with key ${key} conflicted but no row was found`)
