@@ -106,6 +106,25 @@ export interface QueueFlow {
   readonly starts: ReadonlyArray<StartRow>
 }
 
+/**
+ * Due queued executions of a queue, grouped by Job and by whether the row's keys are at
+ * a limit in the flow state read with them (FlowExplain.ts attributes them to causes).
+ */
+export interface DueGroup {
+  readonly job: string
+  /** Its (job, concurrency key) pair is at the Job's per-key concurrency limit. */
+  readonly keyAtLimit: boolean
+  /** Its (job, rate key) pair is at the Job's per-key rate limit. */
+  readonly rateKeyAtLimit: boolean
+  readonly count: number
+}
+
+/** A queue's flow snapshot and its due queued executions, read together (read-only). */
+export interface QueueHeldBack {
+  readonly flow: QueueFlow
+  readonly due: ReadonlyArray<DueGroup>
+}
+
 /** Identifies the attempt an outcome belongs to, for fencing. */
 export interface Fence {
   readonly id: string
@@ -228,6 +247,12 @@ export class Store extends Context.Service<Store, {
   readonly executionsClaimLimited: (req: LimitedClaimRequest) => Effect.Effect<LimitedClaim, StoreError>
   /** A queue's pause, live running counts per (job, key) and live rate-limit starts at `now` (read-only). */
   readonly queuesFlow: (req: { readonly queue: string; readonly now: number }) => Effect.Effect<QueueFlow, StoreError>
+  /**
+   * A queue's flow snapshot ({@link queuesFlow}) and, in the same read, its due queued
+   * executions grouped by Job and by whether their keys are at a limit of `limits`
+   * (the surfaces' held-back counts; scans the queue's queued rows).
+   */
+  readonly queuesHeldBack: (req: { readonly queue: string; readonly now: number; readonly limits: ClaimLimits }) => Effect.Effect<QueueHeldBack, StoreError>
   /**
    * Applies outcomes in one transaction; returns, for each, whether it was applied
    * (false: the lease was lost, or, for a Reaper's `expired` outcome, was renewed).

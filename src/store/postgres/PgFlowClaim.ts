@@ -7,13 +7,15 @@
  * the (job, key) pairs and Jobs at their limit, claims the chosen rows and writes the
  * starts. Candidates are still locked `FOR UPDATE SKIP LOCKED`, so a worker claiming the
  * queue without limits (another config) never gets the same row. Also the read-only
- * flow snapshot the surfaces explain held-back work with.
+ * flow snapshot the surfaces explain held-back work with, and the due queued executions
+ * grouped for the held-back counts (FlowExplain.ts).
  */
 import type { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
 import { byClaimOrder, type ExecutionRow, toExecution } from "../ExecutionRow.ts"
-import { type Candidate, flowStateOf, roomOf, scanSizeOf, selectClaims, type StartRow } from "../FlowRules.ts"
-import type { LimitedClaim, LimitedClaimRequest, QueueFlow } from "../Store.ts"
+import { type Candidate, flowStateOf, roomOf, scanSizeOf, selectClaims, startsPruneBeforeOf, type StartRow } from "../FlowRules.ts"
+import type { ClaimLimits } from "../FlowRules.ts"
+import type { DueGroup, LimitedClaim, LimitedClaimRequest, QueueFlow, QueueHeldBack } from "../Store.ts"
 import { int8Array, type Int8, num, textArray } from "./PgValues.ts"
 
 /** Reads a queue's flow snapshot on `sql` (the caller's transaction, if one is open). */
@@ -31,6 +33,29 @@ export const readQueueFlow = (sql: PgClient.PgClient, queue: string, now: number
       starts: starts.map((s): StartRow => ({ scope: s.scope, expiresAt: num(s.expires_at), n: s.n }))
     } satisfies QueueFlow
   })
+
+/**
+ * A queue's flow snapshot and its due queued executions grouped by Job and by whether
+ * their keys are at a limit of `limits`, in one REPEATABLE READ transaction (one
+ * snapshot for both reads).
+ */
+export const readHeldBack = (sql: PgClient.PgClient, queue: string, now: number, limits: ClaimLimits) =>
+  sql.withTransaction(Effect.gen(function*() {
+    yield* sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY`
+    const flow = yield* readQueueFlow(sql, queue, now)
+    const state = flowStateOf(limits, flow.running, flow.starts, now)
+    const groups = yield* sql<{ job: string; key_at_limit: boolean; rate_key_at_limit: boolean; count: number }>`
+      SELECT job,
+             (concurrency_key IS NOT NULL AND (job || chr(31) || concurrency_key) = ANY(${textArray(state.blockedConcurrency)}::text[])) AS key_at_limit,
+             (rate_key IS NOT NULL AND (job || chr(31) || rate_key) = ANY(${textArray(state.blockedRate)}::text[])) AS rate_key_at_limit,
+             COUNT(*)::int AS count
+        FROM roster_executions
+       WHERE state = 'queued' AND queue = ${queue} AND run_at <= ${now}
+       GROUP BY 1, 2, 3
+       ORDER BY 1, 2, 3`
+    const due = groups.map((g): DueGroup => ({ job: g.job, keyAtLimit: g.key_at_limit === true, rateKeyAtLimit: g.rate_key_at_limit === true, count: g.count }))
+    return { flow, due } satisfies QueueHeldBack
+  }))
 
 /**
  * The limited claim on `sql` (the relaxed client: a lost claim or start only means the

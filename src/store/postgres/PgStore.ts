@@ -31,7 +31,7 @@ import { type AttemptRow, byClaimOrder, type ExecutionRow, type LogDropsRow, typ
 import { attemptOutcomeOf, cancelOf, claimsNothing, countsOf, errorTextOf, expiredBeforeOf, filterClauses, pageLimit, pruneLimit, withSucceededAttempt } from "../ExecutionRules.ts"
 import { ScheduleStore } from "../ScheduleStore.ts"
 import type { ExecutionFilter, LimitedClaimRequest, Outcome } from "../Store.ts"
-import { claimLimited, readQueueFlow } from "./PgFlowClaim.ts"
+import { claimLimited, readHeldBack, readQueueFlow } from "./PgFlowClaim.ts"
 import { Store, StoreError } from "../Store.ts"
 import { insertExecutions } from "./ExecutionInsert.ts"
 import * as InDoubt from "./InDoubt.ts"
@@ -251,6 +251,7 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
     executionsClaim: (req) => (claimsNothing(req) ? Effect.succeed([]) : op("claim executions", claim(req))),
     executionsClaimLimited: (req) => (claimsNothing(req) ? Effect.succeed({ executions: [], retryAt: null }) : op("claim executions", claimWithin(req))),
     queuesFlow: (req) => op("read queue flow", sql.withTransaction(readQueueFlow(sql, req.queue, req.now))),
+    queuesHeldBack: (req) => op("read held-back executions", readHeldBack(sql, req.queue, req.now, req.limits)),
     executionsFinish: (outcomes) =>
       outcomes.length === 0
         ? Effect.succeed([])

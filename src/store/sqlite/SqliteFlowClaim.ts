@@ -3,12 +3,13 @@
  * lock serialises it against every other claim, from any process — read the queue's
  * pause, live running counts and live rate-limit starts, scan due candidates without
  * the (job, key) pairs and Jobs at their limit, choose, claim the chosen rows, and write
- * the starts. Also the read-only flow snapshot the surfaces explain held-back work with.
+ * the starts. Also the read-only flow snapshot the surfaces explain held-back work with,
+ * and the due queued executions grouped for the held-back counts (FlowExplain.ts).
  */
 import type { Database } from "bun:sqlite"
 import { byClaimOrder, type ExecutionRow, toExecution } from "../ExecutionRow.ts"
-import { type Candidate, flowStateOf, roomOf, type RunningCount, scanSizeOf, selectClaims, type StartRow } from "../FlowRules.ts"
-import type { LimitedClaim, LimitedClaimRequest, QueueFlow, Store } from "../Store.ts"
+import { type Candidate, flowStateOf, roomOf, type RunningCount, scanSizeOf, selectClaims, startsPruneBeforeOf, type StartRow } from "../FlowRules.ts"
+import type { DueGroup, LimitedClaim, LimitedClaimRequest, QueueFlow, Store } from "../Store.ts"
 import type { Attempt } from "./SqliteStats.ts"
 
 /** The limited claim and the flow snapshot of the SQLite Store. */
@@ -16,7 +17,7 @@ export const makeSqliteFlow = (
   db: Database,
   attempt: Attempt,
   relaxed: <A>(f: () => A) => A
-): Pick<Store["Service"], "executionsClaimLimited" | "queuesFlow"> => {
+): Pick<Store["Service"], "executionsClaimLimited" | "queuesFlow" | "queuesHeldBack"> => {
   const paused = db.query<{ one: number }, [string]>("SELECT 1 AS one FROM roster_queues WHERE name = ? AND paused")
   // Running executions are few (bounded by every worker's concurrency): the expiry index holds exactly them.
   const running = db.query<{ job: string; key: string | null; count: number }, [number, string]>(
@@ -43,6 +44,18 @@ export const makeSqliteFlow = (
   const addStart = db.query("INSERT INTO roster_rate_starts (queue, scope, expires_at, n) VALUES (?, ?, ?, ?)")
   const pruneStarts = db.query("DELETE FROM roster_rate_starts WHERE queue = ? AND expires_at <= ?")
 
+  // Every due queued row of the queue, grouped by Job and by whether its keys are at a limit (the pairs the flow state found).
+  const dueGroups = db.query<{ job: string; key_at_limit: number; rate_key_at_limit: number; count: number }, [string, number, string, string]>(
+    `SELECT job,
+            (concurrency_key IS NOT NULL AND (job || char(31) || concurrency_key) IN (SELECT value FROM json_each(?3))) AS key_at_limit,
+            (rate_key IS NOT NULL AND (job || char(31) || rate_key) IN (SELECT value FROM json_each(?4))) AS rate_key_at_limit,
+            COUNT(*) AS count
+       FROM roster_executions
+      WHERE state = 'queued' AND queue = ?1 AND run_at <= ?2
+      GROUP BY job, key_at_limit, rate_key_at_limit
+      ORDER BY job, key_at_limit, rate_key_at_limit`
+  )
+
   const snapshot = (queue: string, now: number): QueueFlow => ({
     paused: paused.get(queue) !== null,
     running: running.all(now, queue) satisfies ReadonlyArray<RunningCount>,
@@ -60,7 +73,7 @@ export const makeSqliteFlow = (
       req.queue, req.now, JSON.stringify(jobs), JSON.stringify(state.blockedConcurrency), JSON.stringify(state.blockedRate), scanSizeOf(room)
     ).map((r): Candidate => ({ id: r.id, job: r.job, concurrencyKey: r.concurrency_key, rateKey: r.rate_key }))
     const chosen = selectClaims(req.limits, state, flow.starts, scanned, req.limit, req.now)
-    pruneStarts.run(req.queue, req.now)
+    pruneStarts.run(req.queue, startsPruneBeforeOf(req.limits, req.now))
     if (chosen.ids.length === 0) return { executions: [], retryAt: chosen.retryAt }
     const rows = claimIds.all(req.workerId, req.now + req.leaseMs, req.now, JSON.stringify(chosen.ids))
     for (const s of chosen.starts) addStart.run(req.queue, s.scope, s.expiresAt, s.n)
