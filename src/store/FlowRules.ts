@@ -167,6 +167,20 @@ export const flowStateOf = (limits: ClaimLimits, running: ReadonlyArray<RunningC
   }
 }
 
+/**
+ * The time before which a claim may prune start rows that have expired: `now` less the
+ * longest rate period of the limits. A claim reads its `now` before it gets the queue's
+ * lock, so claims can commit out of the order of their times: one whose `now` lags
+ * another's must still count the starts the other saw expire. Pruning at `now` let such
+ * a claim miss them and put more than `limit` starts into one window; kept for one more
+ * period, rows serve any claim lagging by up to a period (counting still uses
+ * `expires_at > now`, so the extra rows change no count).
+ */
+export const startsPruneBeforeOf = (limits: ClaimLimits, now: number): number => {
+  const periods = [limits.rateLimit, ...Object.values(limits.jobs).map((j) => j.rateLimit)].map((r) => r?.periodMs ?? 0)
+  return now - Math.max(0, ...periods)
+}
+
 /** How many a claim may take at most, before looking at candidates. */
 export const roomOf = (state: FlowState, want: number): number => Math.max(0, Math.min(want, state.globalFree, state.queueRateFree))
 

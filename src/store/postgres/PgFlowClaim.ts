@@ -81,7 +81,7 @@ export const claimLimited = (sql: PgClient.PgClient, req: LimitedClaimRequest) =
        FOR UPDATE SKIP LOCKED`
     const candidates = scanned.map((r): Candidate => ({ id: r.id, job: r.job, concurrencyKey: r.concurrency_key, rateKey: r.rate_key }))
     const chosen = selectClaims(req.limits, state, flow.starts, candidates, req.limit, req.now)
-    yield* sql`DELETE FROM roster_rate_starts WHERE queue = ${req.queue} AND expires_at <= ${req.now}`
+    yield* sql`DELETE FROM roster_rate_starts WHERE queue = ${req.queue} AND expires_at <= ${startsPruneBeforeOf(req.limits, req.now)}`
     if (chosen.ids.length === 0) return { executions: [], retryAt: chosen.retryAt } satisfies LimitedClaim
     const rows = yield* sql<ExecutionRow>`
       UPDATE roster_executions
