@@ -68,6 +68,10 @@ export const enqueue = Command.make(
     ),
     delay: Flag.Int("delay-ms").pipe(Flag.withDescription("run no earlier than this many ms from now"), Flag.optional),
     priority: Flag.Int("priority").pipe(Flag.withDescription("override the Job's priority (higher first)"), Flag.optional),
+    concurrencyKey: Flag.String("concurrency-key").pipe(
+      Flag.withDescription("the key the Job's per-key concurrency counts this execution under, instead of the one its payload gives (only for a Job with concurrency)"),
+      Flag.optional
+    ),
     json: Flag.Boolean("json").pipe(Flag.withDescription("print JSON"), Flag.withDefault(false))
   },
   (flags) =>
@@ -77,7 +81,8 @@ export const enqueue = Command.make(
         idempotencyKey: Option.getOrUndefined(flags.key),
         dedupe: Option.getOrUndefined(flags.dedupe),
         delayMs: Option.getOrUndefined(flags.delay),
-        priority: Option.getOrUndefined(flags.priority)
+        priority: Option.getOrUndefined(flags.priority),
+        concurrencyKey: Option.getOrUndefined(flags.concurrencyKey)
       }
       if (Option.isSome(flags.ndjson)) {
         if (Option.isSome(flags.payload)) return yield* Effect.fail(new CliFailure("use either --payload or --ndjson, not both", 2))
