@@ -15,7 +15,8 @@ import { ExecutionNotFound, InvalidEnqueueOption, InvalidPayload, InvalidTransit
 import type { Attempt, Execution, ExecutionState, LogDrops, LogLine, Step } from "../store/Execution.ts"
 import type { CancelResult, ExecutionFilter, InsertRequest, InsertResult } from "../store/Store.ts"
 import { Store, StoreError } from "../store/Store.ts"
-import { queueSummariesOf, type QueueSummary } from "../store/QueueRules.ts"
+import { listedQueueNames, queueSummariesOf, type QueueSummary } from "../store/QueueRules.ts"
+import { heldBackOf, limitsOfQueue } from "../store/FlowExplain.ts"
 import { Core } from "./Core.ts"
 import { supervise } from "../actors/supervise.ts"
 import { workerSettings } from "./Config.ts"
@@ -209,7 +210,12 @@ export const layer: Layer.Layer<Client, never, Core | Store> = Layer.effect(
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
           const [states, stats] = yield* Effect.all([store.queuesList, store.executionsQueueStats({ now })])
-          return queueSummariesOf(core.registry.queues.values(), states, stats)
+          // Held-back counts under this config's limits, per listed queue (one read each).
+          const held = new Map(yield* Effect.forEach(listedQueueNames(core.registry.queues.keys(), states, stats), (queue) => {
+            const limits = limitsOfQueue(core.registry, queue)
+            return Effect.map(store.queuesHeldBack({ queue, now, limits }), (read) => [queue, heldBackOf(limits, read, now)] as const)
+          }))
+          return queueSummariesOf(core.registry.queues.values(), states, stats, held)
         }),
       list: (filter = {}) => store.executionsList(filter),
       count: (filter = {}) => store.executionsCount(filter),

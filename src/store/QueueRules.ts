@@ -9,6 +9,7 @@
  * decision for a surface (the CLI refuses one, naming the declared queues).
  */
 import type { QueueConfig } from "../jobs/QueueConfig.ts"
+import { type HeldBack, noneHeldBack, rateLimitView, type RateLimitView } from "./FlowExplain.ts"
 import type { QueueState, QueueStats } from "./Store.ts"
 
 /** A stored roster_queues row (SQLite stores the flag as 0/1, PostgreSQL as a boolean). */
@@ -33,22 +34,37 @@ export interface QueueSummary {
   readonly pausedAt: number | null
   /** Per worker process, from this config; null for a queue it does not declare. */
   readonly concurrency: number | null
-  /** Not built yet: always null. */
-  readonly globalConcurrency: null
-  /** Not built yet: always null. */
-  readonly rateLimit: null
+  /** Most running at once across every worker, from this config; null: no limit (or not declared here). */
+  readonly globalConcurrency: number | null
+  /** Most starts per period across every worker, from this config; null: no limit (or not declared here). */
+  readonly rateLimit: RateLimitView | null
   readonly queued: number
   readonly running: number
+  /** Queued executions already due (run_at <= now). */
+  readonly due: number
+  /** Due queued executions held back now, by cause (FlowExplain.ts), under this config's limits. */
+  readonly heldBack: HeldBack
 }
 
-/** Every queue that is declared, has executions, or has a stored state, ordered by name. */
+/** The names {@link queueSummariesOf} lists: declared, with executions, or with a stored state, ordered. */
+export const listedQueueNames = (
+  declared: Iterable<string>,
+  states: ReadonlyArray<QueueState>,
+  stats: ReadonlyArray<QueueStats>
+): ReadonlyArray<string> => [...new Set([...declared, ...states.map((s) => s.queue), ...stats.map((s) => s.queue)])].sort()
+
+/**
+ * Every queue that is declared, has executions, or has a stored state, ordered by name;
+ * `held` gives each queue's due and held-back counts (FlowExplain.heldBackOf), zero when absent.
+ */
 export const queueSummariesOf = (
   declared: Iterable<QueueConfig>,
   states: ReadonlyArray<QueueState>,
-  stats: ReadonlyArray<QueueStats>
+  stats: ReadonlyArray<QueueStats>,
+  held: ReadonlyMap<string, { readonly due: number; readonly heldBack: HeldBack }> = new Map()
 ): ReadonlyArray<QueueSummary> => {
   const configs = new Map([...declared].map((q) => [q.name, q] as const))
-  const names = [...new Set([...configs.keys(), ...states.map((s) => s.queue), ...stats.map((s) => s.queue)])].sort()
+  const names = listedQueueNames(configs.keys(), states, stats)
   return names.map((name): QueueSummary => {
     const config = configs.get(name)
     const state = states.find((s) => s.queue === name)
@@ -59,10 +75,12 @@ export const queueSummariesOf = (
       paused: state?.paused ?? false,
       pausedAt: state?.pausedAt ?? null,
       concurrency: config?.concurrency ?? null,
-      globalConcurrency: null,
-      rateLimit: null,
+      globalConcurrency: config?.globalConcurrency ?? null,
+      rateLimit: rateLimitView(config?.rateLimit),
       queued: counts?.queued ?? 0,
-      running: counts?.running ?? 0
+      running: counts?.running ?? 0,
+      due: held.get(name)?.due ?? 0,
+      heldBack: held.get(name)?.heldBack ?? noneHeldBack
     }
   })
 }

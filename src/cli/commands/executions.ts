@@ -1,13 +1,16 @@
 /**
  * `roster executions list|show|logs|count|cancel|retry|wait`: read executions without
  * SQL, act on them, and wait for one to end (woken by commits, see Client.waitFor).
+ * `show` says why a queued, due execution has not started (FlowExplain.ts).
  */
 import { Clock, Duration, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { states, type Execution, type ExecutionState, type LogLine } from "../../store/Execution.ts"
 import { Store } from "../../store/Store.ts"
 import { Client } from "../../runtime/Client.ts"
-import { runtimeLayerExisting, storeLayer } from "../Environment.ts"
+import { loadConfig, loadRegistry, runtimeLayerExisting, storeLayer } from "../Environment.ts"
+import { fromConfig } from "../../jobs/QueueConfig.ts"
+import { limitsOfQueue, whyNotStarted } from "../../store/FlowExplain.ts"
 import { parseStored } from "../../jobs/JsonText.ts"
 import { isoTime, maxTime, minTime } from "../../jobs/TimeRange.ts"
 import { CliFailure, describeCause, executionSummary, printJson, printLine, table } from "../Output.ts"
@@ -72,15 +75,46 @@ const list = Command.make(
     }).pipe(Effect.provide(storeLayer))
 ).pipe(Command.withDescription("List executions, newest first"))
 
-/** The `show --json` document of an execution: its summary with payload, result, attempts, steps and logs. */
+/**
+ * The limits a claim of `queue` applies under this config (FlowExplain.limitsOfQueue):
+ * its Jobs' too when the apps load; the queue's own alone when they do not, so `show`
+ * still works on a database whose apps are broken here.
+ */
+const limitsFor = (queue: string) =>
+  Effect.gen(function*() {
+    const config = yield* loadConfig
+    const registry = yield* Effect.option(loadRegistry(config))
+    if (Option.isSome(registry)) return limitsOfQueue(registry.value, queue)
+    return limitsOfQueue({ queues: new Map(fromConfig(config.queues).map((q) => [q.name, q])), jobs: new Map() }, queue)
+  })
+
+/** Why a queued, due execution has not started (FlowExplain.whyNotStarted); null otherwise. */
+const waitingForOf = (e: Execution) =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    if (e.state !== "queued" || e.runAt > now) return null
+    const store = yield* Store
+    const limits = yield* limitsFor(e.queue)
+    const [flow, workers] = yield* Effect.all([store.queuesFlow({ queue: e.queue, now }), store.workersList({ now })])
+    return whyNotStarted(e, limits, flow, now, workers)
+  })
+
+/**
+ * The `show --json` document of an execution: its summary with payload, result, attempts,
+ * steps and logs, its flow keys, and `waitingFor`: why it has not started when queued and due.
+ */
 const detailOf = (e: Execution) =>
   Effect.gen(function*() {
     const store = yield* Store
     const attempts = yield* store.attemptsList(e.id)
     const steps = yield* store.stepsList(e.id)
     const logs = yield* store.logsList(e.id)
+    const waitingFor = yield* waitingForOf(e)
     const detail = {
       ...executionSummary(e),
+      concurrencyKey: e.concurrencyKey,
+      rateKey: e.rateKey,
+      waitingFor,
       payload: e.payload,
       result: e.result,
       attempts: attempts.map((a) => ({ ...a, startedAt: isoTime(a.startedAt), finishedAt: isoTime(a.finishedAt) })),
@@ -102,6 +136,9 @@ const show = Command.make(
       const { detail, logs } = yield* detailOf(e)
       if (flags.json) return yield* printJson(detail)
       yield* printLine(`${e.id}  ${e.job}  ${e.state}  attempt ${e.attempt}/${e.maxAttempts}  queue ${e.queue}`)
+      if (e.concurrencyKey !== null) yield* printLine(`concurrency key: ${JSON.stringify(e.concurrencyKey)}`)
+      if (e.rateKey !== null) yield* printLine(`rate key: ${JSON.stringify(e.rateKey)}`)
+      if (detail.waitingFor !== null) yield* printLine(`not started: ${detail.waitingFor}`)
       yield* printLine(`payload: ${JSON.stringify(e.payload)}`)
       if (e.result !== null) yield* printLine(`result:  ${JSON.stringify(e.result)}`)
       if (e.error) yield* printLine(`error:   ${e.error.tag}: ${e.error.message}`)
