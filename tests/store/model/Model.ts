@@ -15,6 +15,10 @@
  * A queue may be paused: a paused queue's claim takes nothing and its due executions are
  * not work for `--exit-when-idle`, while its enqueues, outcomes and cancels go on as
  * usual; a resume makes them claimable again.
+ *
+ * A queue may be claimed under flow limits (the run's, see {@link ModelLimits}):
+ * {@link Model.expectedLimitedClaim} states independently of src/store/FlowRules.ts what
+ * such a claim takes, what it answers for retryAt, and which rate-limit starts it logs.
  */
 import type { AttemptOutcome, ExecutionState } from "../../../src/store/Execution.ts"
 
@@ -42,6 +46,10 @@ export interface ModelExecution {
   readonly retryOf: string | null
   readonly payload: unknown
   readonly createdAt: number
+  /** The key a Job's per-key concurrency limit counts it under; null: none. */
+  readonly concurrencyKey: string | null
+  /** The key a Job's per-key rate limit counts it under; null: none (a per-key limit counts it under ""). */
+  readonly rateKey: string | null
   state: ExecutionState
   runAt: number
   attempt: number
@@ -72,7 +80,10 @@ export interface Fence {
 }
 
 /** A new execution as the model records it at enqueue. */
-export type NewExecution = Pick<ModelExecution, "id" | "job" | "queue" | "priority" | "maxAttempts" | "idempotencyKey" | "retryOf" | "payload" | "runAt">
+export type NewExecution = Pick<
+  ModelExecution,
+  "id" | "job" | "queue" | "priority" | "maxAttempts" | "idempotencyKey" | "retryOf" | "payload" | "runAt" | "concurrencyKey" | "rateKey"
+>
 
 /** What claim order looks at. */
 type ClaimKey = Pick<ModelExecution, "priority" | "runAt" | "id">
@@ -81,9 +92,54 @@ type ClaimKey = Pick<ModelExecution, "priority" | "runAt" | "id">
 export const claimOrder = (a: ClaimKey, b: ClaimKey): number =>
   b.priority - a.priority || a.runAt - b.runAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
+/** A rate limit: at most `limit` starts in any window of `periodMs`. */
+export interface ModelRate {
+  readonly limit: number
+  readonly periodMs: number
+}
+
+/**
+ * The flow limits every claim of one queue applies in a run (the workers' config; the
+ * same shape as the Store's ClaimLimits, stated here again on purpose).
+ */
+export interface ModelLimits {
+  readonly globalConcurrency: number | null
+  readonly rateLimit: ModelRate | null
+  readonly jobs: Readonly<Record<string, { readonly concurrency: number | null; readonly rateLimit: (ModelRate & { readonly perKey: boolean }) | null }>>
+}
+
+/** One claim's starts under one rate scope, as the store logs them. */
+export interface ModelStart {
+  readonly queue: string
+  readonly scope: string
+  /** When the claim started them. */
+  readonly at: number
+  readonly expiresAt: number
+  readonly n: number
+}
+
+/** What a limited claim must return, and the starts it must log. */
+export interface ExpectedLimitedClaim {
+  readonly executions: Array<ModelExecution>
+  readonly retryAt: number | null
+  readonly starts: Array<ModelStart>
+}
+
+/** The rate scopes as the store names them: the queue, a Job as a whole, one key of a Job (parts joined by U+001F). */
+export const scopes = {
+  queue: "*",
+  job: (job: string) => `job\u001f${job}`,
+  key: (job: string, key: string) => `key\u001f${job}\u001f${key}`
+} as const
+
 /** The in-memory model. */
 export class Model {
   now = t0
+  /** Every claim's starts under each rate scope, never forgotten (the window invariant reads them all). */
+  readonly starts: Array<ModelStart> = []
+
+  /** `limits`: the queues whose claims are limited in this run, and how. */
+  constructor(readonly limits: ReadonlyMap<string, ModelLimits> = new Map()) {}
   readonly executions = new Map<string, ModelExecution>()
   /** Every claim handed out and not released, live or stale; outcomes are sent on these. */
   readonly handles: Array<Handle> = []
@@ -151,6 +207,109 @@ export class Model {
       .filter((e) => e.state === "queued" && e.queue === req.queue && req.jobs.includes(e.job) && e.runAt <= this.now)
       .sort(claimOrder)
       .slice(0, Math.max(0, req.limit))
+  }
+
+  /** Running executions of a queue whose lease is live now (a lease ends after its expiry instant). */
+  liveRunning(queue: string): Array<ModelExecution> {
+    return [...this.executions.values()].filter((e) => e.queue === queue && e.state === "running" && e.leaseExpiresAt! >= this.now)
+  }
+
+  /** Starts of a scope still in the window at now. */
+  private liveStarts(queue: string, scope: string, extra: ReadonlyArray<ModelStart> = []): Array<ModelStart> {
+    return [...this.starts, ...extra].filter((s) => s.queue === queue && s.scope === scope && s.expiresAt > this.now)
+  }
+
+  private used(queue: string, scope: string, extra: ReadonlyArray<ModelStart> = []): number {
+    return this.liveStarts(queue, scope, extra).reduce((sum, s) => sum + s.n, 0)
+  }
+
+  /** The first instant after now at which a scope holds fewer than `limit` live starts (null: it does now). */
+  freeAt(queue: string, scope: string, limit: number, extra: ReadonlyArray<ModelStart> = []): number | null {
+    const live = this.liveStarts(queue, scope, extra)
+    if (live.reduce((sum, s) => sum + s.n, 0) < limit) return null
+    const expiries = [...new Set(live.map((s) => s.expiresAt))].sort((a, b) => a - b)
+    return expiries.find((t) => live.filter((s) => s.expiresAt > t).reduce((sum, s) => sum + s.n, 0) < limit) ?? null
+  }
+
+  /** The rate scope an execution's start counts under for its Job's own limit, if the Job has one. */
+  jobScopeOf(limits: ModelLimits, e: Pick<ModelExecution, "job" | "rateKey">): { readonly scope: string; readonly rate: ModelRate } | null {
+    const rate = limits.jobs[e.job]?.rateLimit ?? null
+    if (rate === null) return null
+    return { scope: rate.perKey ? scopes.key(e.job, e.rateKey ?? "") : scopes.job(e.job), rate }
+  }
+
+  /**
+   * What a limited claim must take: the due queued executions of the queue and jobs (none
+   * if paused) in claim order, each taken unless its (job, key) is at the Job's
+   * concurrency limit (live running plus those taken before it) or its Job's rate scope
+   * is at its limit (live starts plus those taken before it), until `limit`, the
+   * queue's free global slots or its free rate starts are used up. Rows held back never
+   * block later ones.
+   *
+   * Its retryAt, when it takes fewer than asked: the earliest instant one of these rate
+   * scopes allows a start again — every scope already at its limit before the claim, the
+   * queue's scope if it is at its limit after it, and every scope that held a row back.
+   * Null when there is none (a concurrency limit frees on an outcome, not at a time).
+   */
+  expectedLimitedClaim(req: { readonly queue: string; readonly jobs: ReadonlyArray<string>; readonly limit: number }, limits: ModelLimits): ExpectedLimitedClaim {
+    if (this.isPaused(req.queue)) return { executions: [], retryAt: null, starts: [] }
+    const q = req.queue
+    const live = this.liveRunning(q)
+    const queueRate = limits.rateLimit
+    const room = Math.min(
+      req.limit,
+      limits.globalConcurrency === null ? Infinity : limits.globalConcurrency - live.length,
+      queueRate === null ? Infinity : queueRate.limit - this.used(q, scopes.queue)
+    )
+    const taken: Array<ModelExecution> = []
+    const held = new Set<string>()
+    for (const e of this.expectedClaim({ ...req, limit: Infinity })) {
+      if (taken.length >= room) break
+      const concurrency = limits.jobs[e.job]?.concurrency ?? null
+      if (concurrency !== null && e.concurrencyKey !== null) {
+        const sameKey = (x: ModelExecution) => x.job === e.job && x.concurrencyKey === e.concurrencyKey
+        if (live.filter(sameKey).length + taken.filter(sameKey).length >= concurrency) continue
+      }
+      const scoped = this.jobScopeOf(limits, e)
+      if (scoped !== null) {
+        const before = taken.filter((x) => this.jobScopeOf(limits, x)?.scope === scoped.scope).length
+        if (this.used(q, scoped.scope) + before >= scoped.rate.limit) {
+          held.add(scoped.scope)
+          continue
+        }
+      }
+      taken.push(e)
+    }
+    const starts: Array<ModelStart> = []
+    const start = (scope: string, n: number, periodMs: number) => starts.push({ queue: q, scope, at: this.now, expiresAt: this.now + periodMs, n })
+    if (taken.length > 0 && queueRate !== null) start(scopes.queue, taken.length, queueRate.periodMs)
+    const byScope = new Map<string, { n: number; periodMs: number }>()
+    for (const e of taken) {
+      const scoped = this.jobScopeOf(limits, e)
+      if (scoped !== null) byScope.set(scoped.scope, { n: (byScope.get(scoped.scope)?.n ?? 0) + 1, periodMs: scoped.rate.periodMs })
+    }
+    for (const [scope, { n, periodMs }] of byScope) start(scope, n, periodMs)
+
+    let retryAt: number | null = null
+    if (taken.length < req.limit) {
+      // The scopes at their limit before the claim, the queue's after it, and those that held a row back, with their limits.
+      const full = new Map<string, number>()
+      if (queueRate !== null && this.used(q, scopes.queue) >= queueRate.limit) full.set(scopes.queue, queueRate.limit)
+      if (queueRate !== null && this.used(q, scopes.queue, starts) >= queueRate.limit) full.set(scopes.queue, queueRate.limit)
+      for (const [job, l] of Object.entries(limits.jobs)) {
+        if (l.rateLimit === null) continue
+        const candidates = l.rateLimit.perKey
+          ? [...new Set(this.starts.filter((s) => s.queue === q && s.scope.startsWith(scopes.key(job, ""))).map((s) => s.scope))]
+          : [scopes.job(job)]
+        for (const scope of candidates) if (this.used(q, scope) >= l.rateLimit.limit) full.set(scope, l.rateLimit.limit)
+      }
+      for (const scope of held) full.set(scope, limits.jobs[scope.split("\u001f")[1]!]!.rateLimit!.limit)
+      for (const [scope, limit] of full) {
+        const at = this.freeAt(q, scope, limit, starts)
+        if (at !== null && (retryAt === null || at < retryAt)) retryAt = at
+      }
+    }
+    return { executions: taken, retryAt, starts }
   }
 
   /** Leases an execution to a worker: running, one more attempt. */

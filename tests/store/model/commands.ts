@@ -5,6 +5,12 @@
  * sweep, the prune Job, an operator's queue pause and resume, `--exit-when-idle`'s
  * look for work — through the Store API only, checks the store's answer against
  * the model, updates the model, and then checks every invariant (invariants.ts).
+ *
+ * A run's queues are claimed plainly or under flow limits drawn for the run (global
+ * concurrency, a queue rate limit, per Job a key concurrency and a rate limit whole or
+ * per key), with rows carrying concurrency and rate keys from a small set; a limited
+ * claim is checked exactly (ids in claim order, retryAt, the starts it logs) and against
+ * the limits themselves (checkFlow).
  */
 import { expect } from "bun:test"
 import { Effect } from "effect"
@@ -12,11 +18,22 @@ import fc from "fast-check"
 import { retryOrFail } from "../../../src/jobs/RetryDecision.ts"
 import * as Failure from "../../../src/jobs/Failure.ts"
 import { defaultMaxPayloadBytes, prepare, prepareRetry } from "../../../src/runtime/Enqueue.ts"
-import type { ExecutionError } from "../../../src/store/Execution.ts"
+import type { Execution, ExecutionError } from "../../../src/store/Execution.ts"
 import type { Outcome, Store } from "../../../src/store/Store.ts"
 import { byId, checkInvariants, fromModel, fromStore, type Real } from "./invariants.ts"
 import { jobs, queues, workers } from "./jobs.ts"
-import { claimOrder, type Fence, type Handle, leaseMs, type Model } from "./Model.ts"
+import {
+  claimOrder,
+  type ExpectedLimitedClaim,
+  type Fence,
+  type Handle,
+  leaseMs,
+  type Model,
+  type ModelLimits,
+  type ModelRate,
+  type ModelStart,
+  scopes
+} from "./Model.ts"
 
 /** A step of a run: its own checks in `apply`, then the invariants. */
 abstract class Step implements fc.AsyncCommand<Model, Real> {
@@ -38,6 +55,9 @@ interface EnqueueItem {
   readonly delayMs: number
   readonly priority: number | undefined
   readonly n: number
+  /** Flow keys, from a small set so that keys meet their limits. */
+  readonly concurrencyKey: string | null
+  readonly rateKey: string | null
 }
 
 /** The Client's enqueueMany: one insert of several rows; an existing (job, key) returns its execution. */
@@ -46,8 +66,12 @@ class Enqueue extends Step {
     super()
   }
   async apply(m: Model, r: Real) {
-    const rows = this.items.map((i) =>
-      Effect.runSync(prepare(jobs.get(i.job)!, { n: i.n }, { idempotencyKey: i.key, delayMs: i.delayMs, priority: i.priority }, m.now, defaultMaxPayloadBytes)))
+    // The flow keys go on the rows as a Job's key functions would put them there (the Jobs declare no limits: the claims carry them).
+    const rows = this.items.map((i) => ({
+      ...Effect.runSync(prepare(jobs.get(i.job)!, { n: i.n }, { idempotencyKey: i.key, delayMs: i.delayMs, priority: i.priority }, m.now, defaultMaxPayloadBytes)),
+      concurrencyKey: i.concurrencyKey,
+      rateKey: i.rateKey
+    }))
     const results = await r.run((s) => s.executionsInsert(rows))
     const expected = this.items.map((item, k) => {
       const row = rows[k]!
@@ -66,14 +90,20 @@ class Enqueue extends Step {
         idempotencyKey: key,
         retryOf: null,
         payload: { n: item.n },
-        runAt: m.now + item.delayMs
+        runAt: m.now + item.delayMs,
+        concurrencyKey: item.concurrencyKey,
+        rateKey: item.rateKey
       })
       return { id: row.id, inserted: true }
     })
     expect(results).toEqual(expected)
   }
   toString() {
-    return `enqueue(${this.items.map((i) => `${i.job} n=${i.n} key=${JSON.stringify(i.key)} delay=${i.delayMs} prio=${i.priority}`).join("; ")})`
+    return `enqueue(${
+      this.items.map((i) =>
+        `${i.job} n=${i.n} key=${JSON.stringify(i.key)} delay=${i.delayMs} prio=${i.priority} ck=${i.concurrencyKey} rk=${i.rateKey}`
+      ).join("; ")
+    })`
   }
 }
 
@@ -90,14 +120,87 @@ class AdvanceTime extends Step {
   }
 }
 
+/** Counts by a string key. */
+const tally = (keys: ReadonlyArray<string>): Map<string, number> => {
+  const counts = new Map<string, number>()
+  for (const k of keys) counts.set(k, (counts.get(k) ?? 0) + 1)
+  return counts
+}
+
+/**
+ * After a limited claim (already applied to the model): the limits hold over what the
+ * store itself returned, and its flow snapshot is the model's. A claim that took
+ * something left at most `globalConcurrency` live running in the queue and at most the
+ * Job's limit live running per (job, key) it took; every rate scope has at most `limit`
+ * starts in any window (t - period, t] over the whole run's log, the store's claims
+ * logged by their own times and counts; queuesFlow reports the model's live running per
+ * (job, key) and its live starts. (Only after a claim that took something: a heartbeat
+ * extends a worker's leases even once expired, so a slot freed by an expiry and taken by
+ * another claim can come back above the limit without any claim — leases bound the
+ * limits no better than that.)
+ */
+const checkFlow = async (m: Model, r: Real, queue: string, limits: ModelLimits, claimed: ReadonlyArray<Execution>, starts: ReadonlyArray<ModelStart>) => {
+  const live = m.liveRunning(queue)
+  if (claimed.length > 0 && limits.globalConcurrency !== null) {
+    expect({ queue, liveRunning: live.length <= limits.globalConcurrency }).toEqual({ queue, liveRunning: true })
+  }
+  const livePairs = tally(live.filter((e) => e.concurrencyKey !== null).map((e) => `${e.job}/${e.concurrencyKey}`))
+  for (const c of claimed) {
+    const concurrency = limits.jobs[c.job]?.concurrency ?? null
+    if (concurrency === null || c.concurrencyKey === null) continue
+    const pair = `${c.job}/${c.concurrencyKey}`
+    expect({ pair, within: livePairs.get(pair)! <= concurrency }).toEqual({ pair, within: true })
+  }
+  // The log, from what the store returned: each rate scope the claimed rows count under.
+  const now = m.now
+  const logged: Array<ModelStart> = []
+  if (claimed.length > 0 && limits.rateLimit !== null) {
+    logged.push({ queue, scope: scopes.queue, at: now, expiresAt: now + limits.rateLimit.periodMs, n: claimed.length })
+  }
+  for (const [scope, n] of tally(claimed.flatMap((c) => m.jobScopeOf(limits, c)?.scope ?? []))) {
+    const job = claimed.find((c) => m.jobScopeOf(limits, c)?.scope === scope)!.job
+    logged.push({ queue, scope, at: now, expiresAt: now + limits.jobs[job]!.rateLimit!.periodMs, n })
+  }
+  expect([...logged].sort(byScope)).toEqual([...starts].sort(byScope))
+  m.starts.push(...logged)
+  const rateOf = (scope: string): ModelRate =>
+    scope === scopes.queue ? limits.rateLimit! : limits.jobs[scope.split("\u001f")[1]!]!.rateLimit!
+  for (const s of m.starts.filter((x) => x.queue === queue)) {
+    const { limit, periodMs } = rateOf(s.scope)
+    const inWindow = m.starts.filter((x) => x.queue === queue && x.scope === s.scope && x.at > s.at - periodMs && x.at <= s.at).reduce((sum, x) => sum + x.n, 0)
+    expect({ scope: s.scope, at: s.at, inWindow: inWindow <= limit }).toEqual({ scope: s.scope, at: s.at, inWindow: true })
+  }
+  const flow = await r.run((st) => st.queuesFlow({ queue, now }))
+  const pairKey = (x: { job: string; key: string | null }) => `${x.job}/${x.key}`
+  expect(new Map(flow.running.map((x) => [pairKey(x), x.count]))).toEqual(tally(live.map((e) => pairKey({ job: e.job, key: e.concurrencyKey }))))
+  const liveStarts = (xs: ReadonlyArray<{ scope: string; expiresAt: number; n: number }>) =>
+    xs.filter((x) => x.expiresAt > now).map(({ scope, expiresAt, n }) => ({ scope, expiresAt, n })).sort(byScope)
+  expect(liveStarts(flow.starts)).toEqual(liveStarts(m.starts.filter((x) => x.queue === queue)))
+}
+
+const byScope = (a: { scope: string; expiresAt: number; n: number }, b: { scope: string; expiresAt: number; n: number }) =>
+  a.scope < b.scope ? -1 : a.scope > b.scope ? 1 : a.expiresAt - b.expiresAt || a.n - b.n
+
 /** A Dispatcher's claim: the due, queued executions of its queue and jobs, in claim order, leased to it. */
 class Claim extends Step {
   constructor(readonly workerId: string, readonly queue: string, readonly jobs: ReadonlyArray<string>, readonly limit: number) {
     super()
   }
   async apply(m: Model, r: Real) {
-    const expected = m.expectedClaim(this)
-    const claimed = await r.run((s) => s.executionsClaim({ queue: this.queue, jobs: this.jobs, workerId: this.workerId, limit: this.limit, now: m.now, leaseMs }))
+    const limits = m.limits.get(this.queue)
+    const req = { queue: this.queue, jobs: this.jobs, workerId: this.workerId, limit: this.limit, now: m.now, leaseMs }
+    let expected = m.expectedClaim(this)
+    let claimed: ReadonlyArray<Execution>
+    let limited: ExpectedLimitedClaim | undefined
+    if (limits === undefined) {
+      claimed = await r.run((s) => s.executionsClaim(req))
+    } else {
+      limited = m.expectedLimitedClaim(this, limits)
+      expected = limited.executions
+      const result = await r.run((s) => s.executionsClaimLimited({ ...req, limits }))
+      claimed = result.executions
+      expect({ ids: claimed.map((c) => c.id), retryAt: result.retryAt }).toEqual({ ids: expected.map((e) => e.id), retryAt: limited.retryAt })
+    }
     // The model held the store's state before this claim (checked after the last step).
     for (const c of claimed) {
       const before = m.executions.get(c.id)
@@ -109,6 +212,7 @@ class Claim extends Step {
     expect(claimed.map((c) => c.id)).toEqual(expected.map((e) => e.id))
     for (const e of expected) m.claim(e, this.workerId)
     expect(claimed.map(fromStore)).toEqual(expected.map(fromModel))
+    if (limits !== undefined && limited !== undefined) await checkFlow(m, r, this.queue, limits, claimed, limited.starts)
   }
   toString() {
     return `claim(${this.workerId}, ${this.queue}, [${this.jobs.join(",")}], limit=${this.limit})`
@@ -309,7 +413,9 @@ class ManualRetry extends OnExecution {
       idempotencyKey: known.idempotencyKey === null ? null : `${known.idempotencyKey}:retry:${row.id}`,
       retryOf: id,
       payload: known.payload,
-      runAt: m.now
+      runAt: m.now,
+      concurrencyKey: known.concurrencyKey,
+      rateKey: known.rateKey
     })
   }
   toString() {
@@ -378,7 +484,9 @@ const enqueueItem: fc.Arbitrary<EnqueueItem> = fc.record({
   key: fc.option(fc.constantFrom("a", " a", "a ", "\ta\n", "b", "b ", "", "   "), { nil: undefined, freq: 2 }),
   delayMs: fc.constantFrom(0, 0, 1_000, 5_000, 20_000),
   priority: fc.option(fc.integer({ min: -1, max: 2 }), { nil: undefined }),
-  n: fc.nat({ max: 99 })
+  n: fc.nat({ max: 99 }),
+  concurrencyKey: fc.option(fc.constantFrom("a", "b"), { nil: null }),
+  rateKey: fc.option(fc.constantFrom("a", "b"), { nil: null })
 })
 
 const finishItem: fc.Arbitrary<FinishItem> = fc.record({
@@ -394,9 +502,9 @@ const claim = fc.tuple(worker, fc.constantFrom(...queues, "default"), fc.subarra
   .map(([w, q, js, limit]) => new Claim(w, q, js, limit))
 const finish = fc.array(finishItem, { minLength: 1, maxLength: 3 }).map((items) => new Finish(items))
 
-/** Every command; enqueues, time, claims and outcomes more often than the rest. */
+/** Every command; enqueues, time, claims (plain or limited, by the run's limits) and outcomes more often than the rest. */
 export const commandArbitraries: Array<fc.Arbitrary<Step>> = [
-  enqueue, enqueue, enqueue, advance, advance, claim, claim, claim, finish, finish, finish,
+  enqueue, enqueue, enqueue, enqueue, advance, advance, claim, claim, claim, claim, claim, finish, finish, finish,
   worker.map((w) => new Heartbeat(w)),
   fc.integer({ min: 1, max: 5 }).map((limit) => new Reap(limit)),
   pick.map((p) => new Cancel(p)),
@@ -407,3 +515,27 @@ export const commandArbitraries: Array<fc.Arbitrary<Step>> = [
   fc.subarray([...queues], { minLength: 1 }).chain((served) =>
     fc.tuple(...served.map(() => fc.subarray(jobIds))).map((js) => new HasWork(served.map((queue, i) => ({ queue, jobs: js[i]! })))))
 ]
+
+const period = fc.constantFrom(1_000, 5_000, 20_000)
+const rate: fc.Arbitrary<ModelRate> = fc.record({ limit: fc.integer({ min: 1, max: 3 }), periodMs: period })
+/** Each limit is left out one time in two (fast-check's freq: nil one time in freq). */
+const none = { nil: null, freq: 2 } as const
+
+/** One queue's limits: any mix of global concurrency, a queue rate limit, and per Job a key concurrency and a rate limit (whole or per key). */
+const queueLimits = (queueJobs: ReadonlyArray<string>): fc.Arbitrary<ModelLimits> =>
+  fc.record({
+    globalConcurrency: fc.option(fc.integer({ min: 1, max: 4 }), none),
+    rateLimit: fc.option(rate, none),
+    jobs: fc.subarray([...queueJobs]).chain((limited) =>
+      fc.tuple(...limited.map(() =>
+        fc.record({
+          concurrency: fc.option(fc.integer({ min: 1, max: 2 }), none),
+          rateLimit: fc.option(fc.record({ limit: fc.integer({ min: 1, max: 3 }), periodMs: period, perKey: fc.boolean() }), none)
+        })
+      )).map((ls) => Object.fromEntries(limited.map((job, i) => [job, ls[i]!]))))
+  })
+
+/** The limits of a run: each queue is claimed with limits (two times in three) or plainly (fast-check: undefined one time in three). */
+export const limitsArbitrary: fc.Arbitrary<ReadonlyMap<string, ModelLimits>> = fc.tuple(...queues.map((q) =>
+  fc.option(queueLimits(jobIds.filter((j) => jobs.get(j)!.queue === q)), { nil: undefined, freq: 3 })
+)).map((ls) => new Map(queues.flatMap((q, i) => (ls[i] === undefined ? [] : [[q, ls[i]!] as const]))))

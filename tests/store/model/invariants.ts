@@ -39,6 +39,8 @@ export const fromStore = (e: Execution) => ({
   leaseExpiresAt: e.leaseExpiresAt,
   cancelRequested: e.cancelRequested,
   idempotencyKey: e.idempotencyKey,
+  concurrencyKey: e.concurrencyKey,
+  rateKey: e.rateKey,
   retryOf: e.retryOf,
   payload: e.payload,
   result: e.result,
