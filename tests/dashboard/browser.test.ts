@@ -2,17 +2,19 @@
  * The dashboard in a real browser (playwright-core driving Debian's chromium at
  * ROSTER_TEST_CHROMIUM): a failure enqueued and run through the real CLI shows on the
  * overview, its page shows the logs and the error, retry from the page creates a new
- * execution, markup in a payload renders as text, schedules can be run now and paused,
+ * execution, markup in a payload renders as text, a queue's limits and held-back
+ * counts show on the overview and a held-back execution's page says why it waits,
+ * schedules can be run now and paused,
  * and a token-protected dashboard signs a browser in once. Screenshots are saved under
  * test-artifacts/dashboard/.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test"
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { BrowserContext, Page } from "playwright-core"
 import { launchChromium, requireService } from "../support/env.ts"
-import { useScratch } from "../support/processes.ts"
+import { useScratch, waitFor } from "../support/processes.ts"
 import { artifacts, drain, enqueue, startDashboard, webApps } from "./DashboardProcess.ts"
 
 const browser = requireService("chromium")
@@ -91,6 +93,35 @@ describe.skipIf(browser.skip)("dashboard in a browser", () => {
     expect(await page.locator("tbody tr").count()).toBe(3)
     await shot(page, "executions")
     expect(await page.evaluate("typeof window.__xss")).toBe("undefined")
+  }, 120_000)
+
+  test("queue limits and held-back counts on the overview; why a due execution has not started on its page", async () => {
+    const s = scratch()
+    // The scratch folder is the processes' working directory: its roster.config.ts gives the queue limits.
+    writeFileSync(join(s.dir, "roster.config.ts"), `export default { queues: { default: { concurrency: 5, globalConcurrency: 4, rateLimit: { limit: 2, period: "1 hour" } } } }\n`)
+    const ids = [] as Array<string>
+    for (const n of [1, 2, 3, 4]) ids.push(await enqueue(s, "web/ok", { n }))
+    const worker = s.spawn(["worker"], { env: { ROSTER_POLL_MS: "200" } })
+    await waitFor("two starts to use up the rate limit", () => s.count("SELECT COUNT(*) FROM roster_executions WHERE state = 'succeeded'") === 2, { timeoutMs: 60_000 })
+      .catch((e) => { throw new Error(`${e}\n${worker.stderrSoFar()}`) })
+    const { url } = await startDashboard(s)
+    const page = await open()
+
+    await page.goto(url)
+    const queues = page.locator(".card", { has: page.locator("h2", { hasText: "Queues" }) })
+    const row = queues.locator("tbody tr", { hasText: "default" })
+    expect(await queues.locator("thead").textContent()).toContain("Held back")
+    expect(await row.locator(".limit").allTextContents()).toEqual(["5 per worker", "4 global", "2 per 1h"])
+    expect(await row.locator(".held").allTextContents()).toEqual(["2 rate limit"])
+    await shot(page, "overview-limits")
+
+    const held = s.all<{ id: string }>("SELECT id FROM roster_executions WHERE state = 'queued' ORDER BY id")
+    expect(held).toHaveLength(2)
+    await page.goto(`${url}/executions/${held[0]!.id}`)
+    expect(await page.locator(".waiting-for").textContent()).toMatch(/^rate limit 2 per 1h reached; next start allowed at \d{4}-\d\d-\d\dT[\d:.]+Z$/)
+    await shot(page, "execution-held-back")
+    await page.goto(`${url}/executions/${ids[0]}`)
+    expect(await page.locator(".waiting-for").count()).toBe(0)
   }, 120_000)
 
   test("schedules: run now enqueues a linked execution; pause and resume", async () => {

@@ -1,5 +1,6 @@
 /**
- * One execution: its summary and timing, the retry and cancel actions its state
+ * One execution: its summary and timing (with why it has not started when queued and
+ * due, FlowExplain.ts, and its flow keys), the retry and cancel actions its state
  * allows, payload and result, the last error with its pretty cause, every attempt
  * (worker, timing, outcome, error), the durable steps, and the captured logs with any
  * drop counts. Everything user-supplied is escaped by the `html` template, and what
@@ -9,6 +10,8 @@
 import { Effect } from "effect"
 import { ExecutionNotFound } from "../../jobs/errors.ts"
 import { Client } from "../../runtime/Client.ts"
+import { Core } from "../../runtime/Core.ts"
+import { limitsOfQueue, whyNotStarted } from "../../store/FlowExplain.ts"
 import { documentJson } from "../../jobs/JsonText.ts"
 import { type Attempt, type Execution, UnparsedPayload } from "../../store/Execution.ts"
 import { Store } from "../../store/Store.ts"
@@ -51,6 +54,16 @@ export const executionValue: Handler = (_ctx, [id = "", which = "payload"]) =>
     })
   })
 
+/** Why a queued, due execution has not started, under this dashboard's config (FlowExplain.whyNotStarted); null otherwise. */
+const waitingForOf = (e: Execution, now: number) =>
+  Effect.gen(function*() {
+    if (e.state !== "queued" || e.runAt > now) return null
+    const store = yield* Store
+    const core = yield* Core
+    const [flow, workers] = yield* Effect.all([store.queuesFlow({ queue: e.queue, now }), store.workersList({ now })])
+    return whyNotStarted(e, limitsOfQueue(core.registry, e.queue), flow, now, workers)
+  })
+
 /** GET /executions/:id */
 export const executionDetail: Handler = (ctx, [id = ""]) =>
   Effect.gen(function*() {
@@ -59,6 +72,7 @@ export const executionDetail: Handler = (ctx, [id = ""]) =>
     const e = yield* client.get(id)
     if (!e) return yield* new ExecutionNotFound({ id, message: `No execution ${id}.` })
     const logs = yield* store.logsList(id)
+    const waitingFor = yield* waitingForOf(e, ctx.now)
     const shownLines = logs.lines.length <= 2 * logEdge ? logs.lines : [...logs.lines.slice(0, logEdge), "gap" as const, ...logs.lines.slice(-logEdge)]
     const { now } = ctx
     const whole = `roster executions show ${e.id} --json`
@@ -78,6 +92,9 @@ export const executionDetail: Handler = (ctx, [id = ""]) =>
 ${row("State", html`${badge(e.state)}${stuck ? html` <span class="badge b-failed">stuck: lease expired</span>` : ""}${e.cancelRequested && e.state === "running" ? html` <span class="muted small">cancel requested</span>` : ""}${e.state === "queued" && e.attempt > 0 ? html` <span class="muted small">retrying</span>` : ""}`)}
 ${row("Job", listLink({ job: e.job }, e.job))}
 ${row("Queue", listLink({ queue: e.queue }, e.queue))}
+${waitingFor !== null ? row("Not started", html`<span class="waiting-for">${waitingFor}</span>`) : ""}
+${e.concurrencyKey !== null ? row("Concurrency key", html`<span class="mono">${clip(e.concurrencyKey, 600)}</span>`) : ""}
+${e.rateKey !== null ? row("Rate key", html`<span class="mono">${clip(e.rateKey, 600)}</span>`) : ""}
 ${row("Attempt", `${e.attempt} of ${e.maxAttempts}`)}
 ${row("Priority", e.priority)}
 ${row("Retry policy", `${e.retry.kind}, ${e.retry.attempts} attempts, from ${duration(e.retry.initialMs)} up to ${duration(e.retry.maxMs)}${e.retry.jitter === "full" ? ", full jitter" : ""}`)}

@@ -1,6 +1,8 @@
 /**
  * The overview: per queue, executions by state and the age of the oldest due queued
- * one, whether it is paused (with a pause or resume button: the pause is stored, so
+ * one, its limits (per-worker concurrency; global concurrency and rate limit across
+ * workers) with the due executions each cause holds back now (FlowExplain.ts),
+ * whether it is paused (with a pause or resume button: the pause is stored, so
  * every worker on the database honours it); throughput over the last hour in 5-minute buckets (succeeded and failed, by
  * finish time); and what needs attention — stuck executions (running with an expired
  * lease), queued executions of Jobs this dashboard's apps do not know (no worker built
@@ -9,6 +11,8 @@
 import { Effect } from "effect"
 import { Core } from "../../runtime/Core.ts"
 import { states, type ExecutionState } from "../../store/Execution.ts"
+import type { QueueConfig } from "../../jobs/QueueConfig.ts"
+import { type HeldBack, heldBackOf, limitsOfQueue, rateLimitView } from "../../store/FlowExplain.ts"
 import { Store, type QueueState, type QueueStats } from "../../store/Store.ts"
 import { badge, executionLink, executionsTable, listLink, postButton } from "../Components.ts"
 import { count, duration, relative, time } from "../Format.ts"
@@ -38,6 +42,23 @@ const queueState = (queue: string, pause: QueueState | undefined, now: number): 
     ? html`<span title="paused ${pause.pausedAt === null ? "" : relative(pause.pausedAt, now)}">${badge("paused")}</span> ${postButton(`/queues/${q(queue)}/resume`, "Resume", { kind: "primary" })}`
     : html`<span class="badge b-succeeded">active</span> ${postButton(`/queues/${q(queue)}/pause`, "Pause")}`
 
+/** A queue's limits under this config: per-worker concurrency, then global concurrency and rate limit across workers. */
+const limitsCell = (queue: QueueConfig | undefined): Html => {
+  if (queue === undefined) return html`<span class="muted">—</span>`
+  const rate = rateLimitView(queue.rateLimit)
+  const global = queue.globalConcurrency ?? null
+  return html`<span class="limit nowrap" title="running at once in one worker process">${queue.concurrency} per worker</span>${global === null ? "" : html` · <span class="limit nowrap" title="running at once across every worker">${global} global</span>`}${rate === null ? "" : html` · <span class="limit nowrap" title="starts per period across every worker">${rate.limit} per ${rate.period}</span>`}`
+}
+
+/** Due queued executions held back by each cause (only the causes holding some), or a dash; the due count in the title. */
+const heldBackCell = (flow: { readonly due: number; readonly heldBack: HeldBack } | undefined): Html => {
+  if (flow === undefined) return html`<span class="muted">—</span>`
+  const causes = ([["paused", "paused"], ["globalConcurrency", "global limit"], ["keyConcurrency", "key limit"], ["rateLimit", "rate limit"]] as const)
+    .filter(([k]) => flow.heldBack[k] > 0)
+  if (causes.length === 0) return html`<span class="muted" title="${flow.due} due">—</span>`
+  return html`<span title="${flow.due} due">${causes.map(([k, label], i) => html`${i > 0 ? " · " : ""}<span class="held" data-cause="${k}">${count(flow.heldBack[k])} ${label}</span>`)}</span>`
+}
+
 /** GET / */
 export const overview: Handler = (ctx) =>
   Effect.gen(function*() {
@@ -58,6 +79,11 @@ export const overview: Handler = (ctx) =>
     const byQueue = new Map<string, QueueStats>(stats.map((s) => [s.queue, s]))
     for (const name of [...core.registry.queues.keys(), ...pauses.keys()]) if (!byQueue.has(name)) byQueue.set(name, { queue: name, counts: zero(), oldestDueAt: null })
     const queues = [...byQueue.values()].sort((a, b) => a.queue.localeCompare(b.queue))
+    // Limits under this config and the due work each cause holds back now (FlowExplain.ts), one read per queue.
+    const flows = new Map(yield* Effect.forEach(queues, (q) => {
+      const limits = limitsOfQueue(core.registry, q.queue)
+      return Effect.map(store.queuesHeldBack({ queue: q.queue, now, limits }), (read) => [q.queue, heldBackOf(limits, read, now)] as const)
+    }))
     const series = Array.from({ length: buckets }, (_, i) => {
       const at = since + i * bucketMs
       const inBucket = throughput.filter((b) => b.at === at)
@@ -83,14 +109,15 @@ ${stat("Finished in the last hour", count(lastHour.ok + lastHour.bad), html`${co
 ${stat("Oldest due queued", oldest === null ? "—" : duration(now - oldest), oldest === null ? "nothing waiting" : "waiting to be claimed")}
 </div>
 <div class="card"><h2>Queues</h2><table>
-<thead><tr><th>Queue</th>${states.map((s) => html`<th class="num">${s}</th>`)}<th class="num">Oldest due</th><th class="num">Succeeded / h</th><th class="num">Failed / h</th><th class="num">Concurrency</th><th>State</th></tr></thead>
+<thead><tr><th>Queue</th>${states.map((s) => html`<th class="num">${s}</th>`)}<th class="num">Oldest due</th><th class="num">Succeeded / h</th><th class="num">Failed / h</th><th>Limits</th><th>Held back</th><th>State</th></tr></thead>
 <tbody>${queues.map((q) => {
       const declared = core.registry.queues.get(q.queue)
       return html`<tr><td>${listLink({ queue: q.queue }, q.queue)}${declared ? "" : html` <span class="muted small">(not declared here)</span>`}</td>
 ${states.map((s) => html`<td class="num">${q.counts[s] ? listLink({ queue: q.queue, state: s }, count(q.counts[s])) : html`<span class="muted">0</span>`}</td>`)}
 <td class="num">${q.oldestDueAt === null ? html`<span class="muted">—</span>` : duration(now - q.oldestDueAt)}</td>
 <td class="num">${count(hour(q.queue, "succeeded"))}</td><td class="num">${count(hour(q.queue, "failed"))}</td>
-<td class="num">${declared ? declared.concurrency : "—"}</td>
+<td class="small">${limitsCell(declared)}</td>
+<td class="nowrap small">${heldBackCell(flows.get(q.queue))}</td>
 <td class="nowrap">${queueState(q.queue, pauses.get(q.queue), now)}</td></tr>`
     })}</tbody></table></div>
 <div class="card"><h2>Throughput, last hour</h2>${chart(series)}</div>
