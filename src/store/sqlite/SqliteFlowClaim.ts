@@ -84,6 +84,15 @@ export const makeSqliteFlow = (
     executionsClaimLimited: (req) =>
       attempt("claim executions", () =>
         req.limit <= 0 || req.jobs.length === 0 ? { executions: [], retryAt: null } : relaxed(() => claim.immediate(req))),
-    queuesFlow: (req) => attempt("read queue flow", () => db.transaction(() => snapshot(req.queue, req.now)).deferred())
+    queuesFlow: (req) => attempt("read queue flow", () => db.transaction(() => snapshot(req.queue, req.now)).deferred()),
+    queuesHeldBack: (req) =>
+      attempt("read held-back executions", () =>
+        db.transaction(() => {
+          const flow = snapshot(req.queue, req.now)
+          const state = flowStateOf(req.limits, flow.running, flow.starts, req.now)
+          const due = dueGroups.all(req.queue, req.now, JSON.stringify(state.blockedConcurrency), JSON.stringify(state.blockedRate))
+            .map((g): DueGroup => ({ job: g.job, keyAtLimit: g.key_at_limit === 1, rateKeyAtLimit: g.rate_key_at_limit === 1, count: g.count }))
+          return { flow, due }
+        }).deferred())
   }
 }
