@@ -23,7 +23,7 @@ export const sweep = Effect.fnUntraced(function*(options: { readonly registry: R
     if (e.leaseOwner === null) continue
     const job = options.registry.jobs.get(e.job)
     const fate = retryOrFail(job, e, Failure.leaseExpired, yield* Random.next, now)
-    const base = { id: e.id, workerId: e.leaseOwner, attempt: e.attempt, now, startedAt: e.startedAt ?? now, error: Failure.leaseExpired, expired: true }
+    const base = { id: e.id, workerId: e.leaseOwner, attempt: e.attempt, now, startedAt: e.startedAt ?? now, error: Failure.leaseExpired, expired: true, parentId: e.parentId }
     const outcome: Outcome = fate.kind === "retry" ? { ...base, kind: "retry", runAt: fate.runAt } : { ...base, kind: "failed" }
     if (yield* options.recorder.finish(outcome, e.queue)) {
       recovered++

@@ -70,6 +70,13 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
             Deferred.doneUnsafe(m.reply, Exit.succeed(exit.value[j] ?? false))
             if (exit.value[j]) bus.notifyOutcome(m.outcome.id)
             if (exit.value[j] && m.outcome.kind === "retry") bus.notify(m.queue, m.outcome.runAt)
+            if (exit.value[j] && m.outcome.kind === "park") {
+              bus.notify(m.queue, m.outcome.runAt)
+              // A wait already over (its children ended, its signal came) was made due now.
+              if (m.outcome.wait.kind !== "sleep") bus.notify(m.queue, m.outcome.now)
+            }
+            // A child's end may have made its parent due now, on a queue we do not know here.
+            if (exit.value[j] && (m.outcome.parentId ?? null) !== null && m.outcome.kind !== "park") bus.notifyEvery(m.outcome.now)
           }
         } else {
           for (const m of finishes) Deferred.doneUnsafe(m.reply, Exit.failCause(exit.cause))

@@ -11,6 +11,7 @@
  */
 import { Clock, type Context, Effect, Schema } from "effect"
 import type { JobContext } from "../jobs/Job.ts"
+import { makeOrchestration, type RunHooks } from "./Orchestration.ts"
 import type { Execution, Step } from "../store/Execution.ts"
 import type { Store } from "../store/Store.ts"
 
@@ -18,19 +19,25 @@ import type { Store } from "../store/Store.ts"
  * Builds the handler context of one attempt; `context` is the execution's own (its log
  * annotations and capture logger), which `ctx.log` writes through.
  */
-export const makeContext = (store: Store["Service"], execution: Execution, context: Context.Context<never>): JobContext => {
+export const makeContext = (
+  store: Store["Service"],
+  execution: Execution,
+  context: Context.Context<never>,
+  hooks: Omit<RunHooks, "store" | "execution" | "steps" | "claimName">
+): JobContext => {
   const used = new Set<string>()
   let stored: Map<string, Step> | undefined
   const load = Effect.gen(function*() {
     if (!stored) stored = new Map((yield* Effect.orDie(store.stepsList(execution.id))).map((s) => [s.name, s]))
     return stored
   })
+  const claimName = (name: string) =>
+    used.has(name)
+      ? Effect.die(new Error(`step "${name}" was used twice in one attempt of execution ${execution.id} (${execution.job}); step names must be unique per handler run`))
+      : Effect.sync(() => void used.add(name))
   const step: JobContext["step"] = (name, effect, options) =>
     Effect.gen(function*() {
-      if (used.has(name)) {
-        return yield* Effect.die(new Error(`step "${name}" was used twice in one attempt of execution ${execution.id} (${execution.job}); step names must be unique per handler run`))
-      }
-      used.add(name)
+      yield* claimName(name)
       const codec = options?.schema ? Schema.toCodecJson(options.schema) : undefined
       const previous = (yield* load).get(name)
       if (previous) {
@@ -53,6 +60,7 @@ export const makeContext = (store: Store["Service"], execution: Execution, conte
     scheduleId: execution.scheduleId,
     step,
     stepKey: (name) => `${execution.id}:${name}`,
-    log: (message, level = "Info") => Effect.runSyncWith(context)(Effect.logWithLevel(level)(message))
+    log: (message, level = "Info") => Effect.runSyncWith(context)(Effect.logWithLevel(level)(message)),
+    ...makeOrchestration({ ...hooks, store, execution, steps: load, claimName })
   }
 }

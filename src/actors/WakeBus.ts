@@ -14,6 +14,8 @@
 export interface WakeBus {
   readonly notify: (queue: string, dueAt: number) => void
   readonly subscribe: (queue: string, listener: (dueAt: number) => void) => () => void
+  /** Notifies every Dispatcher, whatever its queue (a child ended: its parent may be due, on a queue not known here). */
+  readonly notifyEvery: (dueAt: number) => void
   /** Says an outcome of the execution `id` was committed (it may have ended, or be queued again). */
   readonly notifyOutcome: (id: string) => void
   /** Listens for committed outcomes of one execution; returns the unsubscribe. */
@@ -40,6 +42,9 @@ export const make = (): WakeBus => {
       if (set) for (const l of set) l(dueAt)
     },
     subscribe: (queue, listener) => listen(listeners, queue, listener),
+    notifyEvery: (dueAt) => {
+      for (const set of listeners.values()) for (const l of set) l(dueAt)
+    },
     notifyOutcome: (id) => {
       const set = outcomeListeners.get(id)
       if (set) for (const l of set) l()

@@ -29,6 +29,9 @@ import * as Metrics from "./Metrics.ts"
 import type { LogSink } from "./LogSink.ts"
 import type { Recorder } from "./Recorder.ts"
 import { makeContext } from "./Steps.ts"
+import type { WakeBus } from "./WakeBus.ts"
+import type { Wait } from "../jobs/Wait.ts"
+import { defaultMaxPayloadBytes } from "../runtime/Enqueue.ts"
 import { attribute } from "./StrayErrors.ts"
 import { supervise } from "./supervise.ts"
 
@@ -67,7 +70,9 @@ export interface WorkerPool {
 }
 
 interface Slot {
-  reason: InterruptReason | "timeout" | undefined
+  reason: InterruptReason | "timeout" | "park" | undefined
+  /** What the handler parked on (reason "park"), and when it is due. */
+  park: { readonly wait: Wait; readonly runAt: number } | undefined
   recording: boolean
   fiber: Fiber.Fiber<void> | undefined
   /** When the handler's timeout passes (Clock ms); Infinity until it starts. */
@@ -83,6 +88,10 @@ export const make = Effect.fnUntraced(function*(options: {
   readonly logSink?: LogSink | undefined
   /** The context each app's handlers run in (Services.ts); default: the pool's own, less the Store. */
   readonly contexts?: HandlerContexts | undefined
+  /** Wakes this process's Dispatchers for a child a handler enqueued (ctx.enqueue). */
+  readonly bus?: WakeBus | undefined
+  /** The largest payload of a child (ctx.enqueue), as the Client's. */
+  readonly maxPayloadBytes?: number | undefined
 }) {
   const store = yield* Store
   const { registry, recorder, workerId, logSink } = options
@@ -115,7 +124,18 @@ export const make = Effect.fnUntraced(function*(options: {
   })
   yield* Effect.forkScoped(supervise("TimeoutSweeper", sweep))
 
-  const execute = (job: Job, execution: Execution) =>
+  /** Ends the run as parked: not interruptible by the handler's own code (it is the fiber's interruption). */
+  const parkOf = (slot: Slot) => (wait: Wait, runAt: number): Effect.Effect<never> =>
+    Effect.suspend(() => {
+      if (slot.reason === undefined) {
+        slot.reason = "park"
+        slot.park = { wait, runAt }
+      }
+      if (slot.fiber !== undefined) slot.fiber.interruptUnsafe()
+      return slot.fiber === undefined ? Effect.interrupt : Effect.never
+    })
+
+  const execute = (job: Job, execution: Execution, slot: Slot) =>
     Effect.gen(function*() {
       if (execution.payload instanceof UnparsedPayload) {
         return yield* new UndecodablePayload({ message: `stored payload of ${execution.id} is not JSON (${execution.payload.reason})` })
@@ -125,7 +145,12 @@ export const make = Effect.fnUntraced(function*(options: {
         return yield* new UndecodablePayload({ message: `stored payload does not match ${job.id}'s schema: ${failureMessage(decoded)}` })
       }
       const payload = decoded.value
-      const ctx = makeContext(store, execution, yield* Effect.context<never>())
+      const ctx = makeContext(store, execution, yield* Effect.context<never>(), {
+        park: parkOf(slot),
+        wake: (queue, at) => options.bus?.notify(queue, at),
+        resultSchemaOf: (id) => registry.jobs.get(id)?.result,
+        maxPayloadBytes: options.maxPayloadBytes ?? defaultMaxPayloadBytes
+      })
       // What the handler requires is in the execution's context (its app's services).
       const result = yield* ExecutionSpan.around(execution, () => {
         // Attributed, so a stray error the handler schedules can be traced back to it (StrayErrors.ts).
@@ -141,10 +166,13 @@ export const make = Effect.fnUntraced(function*(options: {
     })
 
   const outcomeOf = (job: Job | undefined, execution: Execution, exit: import("effect").Exit.Exit<string, unknown>, slot: Slot, now: number, random: number): Outcome | null => {
-    const base = { id: execution.id, workerId, attempt: execution.attempt, now, startedAt: execution.startedAt ?? now }
+    const base = { id: execution.id, workerId, attempt: execution.attempt, now, startedAt: execution.startedAt ?? now, parentId: execution.parentId }
     if (exit._tag === "Success") return { ...base, kind: "succeeded", result: exit.value }
     if (Cause.hasInterruptsOnly(exit.cause) && slot.reason !== "timeout") {
       if (slot.reason === "lost") return null
+      if (slot.reason === "park" && slot.park !== undefined) {
+        return { id: execution.id, workerId, attempt: execution.attempt, now, kind: "park", wait: slot.park.wait, runAt: slot.park.runAt, parentId: execution.parentId }
+      }
       if (slot.reason === "cancel") return { ...base, kind: "cancelled", error: Failure.cancelled }
       return { id: execution.id, workerId, attempt: execution.attempt, now, kind: "released" }
     }
@@ -167,7 +195,7 @@ export const make = Effect.fnUntraced(function*(options: {
           Queue.offerUnsafe(sweeperWake, slot.deadline)
         }
         const exit = yield* Effect.exit(
-          restore(job ? execute(job, execution) : Effect.fail(new UndecodablePayload({ message: `no handler for ${execution.job} in this worker` })))
+          restore(job ? execute(job, execution, slot) : Effect.fail(new UndecodablePayload({ message: `no handler for ${execution.job} in this worker` })))
         )
         slot.recording = true
         yield* release
@@ -211,7 +239,7 @@ export const make = Effect.fnUntraced(function*(options: {
   const pool: WorkerPool = {
     run: (execution, release, settled = Effect.void) =>
       Effect.suspend(() => {
-        const slot: Slot = { reason: undefined, recording: false, fiber: undefined, deadline: Infinity }
+        const slot: Slot = { reason: undefined, park: undefined, recording: false, fiber: undefined, deadline: Infinity }
         slots.set(execution.id, slot)
         let released = false
         const releaseOnce = Effect.suspend(() => (released ? Effect.void : ((released = true), release)))

@@ -5,7 +5,9 @@
  * and a worker runs them.
  */
 import { type JobRateLimitInput, type JobFlow, jobFlowOf, type KeyConcurrencyInput } from "./FlowLimits.ts"
-import { Duration, Effect, Schema } from "effect"
+import { Duration, Effect, type Option, Schema } from "effect"
+import type { EnqueueOptions, EnqueueRefusal } from "../runtime/Enqueue.ts"
+import type { ChildOutcome } from "./Wait.ts"
 import type { RetryPolicy } from "./RetryPolicy.ts"
 import { defaultPolicy } from "./RetryPolicy.ts"
 import { PermanentFailure } from "./errors.ts"
@@ -35,6 +37,35 @@ export interface JobContext {
    * for Promise handlers; an Effect handler uses `Effect.log*`, which is captured alike.
    */
   readonly log: (message: string, level?: LogLevel) => void
+  /**
+   * Enqueues a child execution exactly once per execution and `name`, whatever the
+   * retries, crashes and lease recoveries: it is a step named `name`, recorded with the
+   * child's id (which it returns) in the transaction that inserts the child. The child
+   * records this execution as its parent; flow-control limits apply to it as to any.
+   */
+  readonly enqueue: <J extends Job<any, any, any, any>>(
+    name: string,
+    job: J,
+    payload: Schema.Schema.Type<J["payload"]>,
+    options?: EnqueueOptions
+  ) => Effect.Effect<string, EnqueueRefusal>
+  /**
+   * Waits until every child in `ids` (made by this execution's `enqueue`) has ended and
+   * returns how each ended — a failed child is an outcome, not an exception. While any
+   * runs, the execution parks: state `waiting`, no slot, no lease, no attempt charged.
+   */
+  readonly awaitChildren: (name: string, ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<ChildOutcome>>
+  /** Sleeps durably: the execution parks until `duration` after the first time this step ran. */
+  readonly sleep: (name: string, duration: Duration.Input) => Effect.Effect<void>
+  /**
+   * Waits for the signal `name` (`client.signal(id, name, payload)`), parked; a signal
+   * sent before is kept and taken once. Some(payload decoded by `schema`), or None when
+   * `timeout` (counted from the first time this step ran) passes first.
+   */
+  readonly waitForSignal: <A>(
+    name: string,
+    options: { readonly schema: Schema.Codec<A, any>; readonly timeout?: Duration.Input | undefined }
+  ) => Effect.Effect<Option.Option<A>, PermanentFailure>
 }
 
 /** Levels of {@link JobContext.log}. */

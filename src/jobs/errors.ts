@@ -123,3 +123,9 @@ export class WaitTimeout extends Data.TaggedError("WaitTimeout")<{
   readonly timeoutMs: number
   readonly message: string
 }> {}
+
+/** A signal that cannot be sent: an empty or overlong name, or a payload that is not JSON-safe. Nothing is stored. */
+export class InvalidSignal extends Data.TaggedError("InvalidSignal")<{
+  readonly id: string
+  readonly message: string
+}> {}

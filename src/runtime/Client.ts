@@ -9,6 +9,8 @@
  * PostgreSQL's outcome notices) that runs while anyone waits and stops when the last
  * waiter leaves. Each wake-up costs one read of the waited row.
  */
+import type { Signal } from "../jobs/Wait.ts"
+import { InvalidSignal } from "../jobs/errors.ts"
 import { Clock, Context, Duration, Effect, Layer, RcRef } from "effect"
 import type { Job } from "../jobs/Job.ts"
 import { ExecutionNotFound, InvalidEnqueueOption, InvalidPayload, InvalidTransition, NotJsonSafe, PayloadTooDeep, PayloadTooLarge, UnknownJob, WaitTimeout } from "../jobs/errors.ts"
@@ -22,6 +24,9 @@ import { supervise } from "../actors/supervise.ts"
 import { workerSettings } from "./Config.ts"
 import { traceContextOf } from "../actors/ExecutionSpan.ts"
 import { defaultMaxPayloadBytes, type EnqueueRefusal, prepareRetry, prepareRow, type EnqueueOptions } from "./Enqueue.ts"
+
+/** The largest signal payload, as JSON text: 1 MiB. */
+const maxSignalBytes = 1024 * 1024
 
 /** Errors an enqueue can fail with. */
 export type EnqueueError = InvalidPayload | PayloadTooLarge | PayloadTooDeep | NotJsonSafe | InvalidEnqueueOption | UnknownJob | StoreError
@@ -50,6 +55,8 @@ export interface ExecutionDetail extends Execution {
   /** Its handlers' persisted log lines, oldest first, and how many were dropped per attempt. */
   readonly logs: ReadonlyArray<LogLine>
   readonly logDrops: ReadonlyArray<LogDrops>
+  /** Signals sent to it, in order (a kept one has `consumedAt` null). */
+  readonly signals: ReadonlyArray<Signal>
 }
 
 /** A Job given by value or by id. */
@@ -89,6 +96,13 @@ export class Client extends Context.Service<Client, {
   readonly count: (filter?: ExecutionFilter) => Effect.Effect<Record<ExecutionState, number>, StoreError>
   /** Cancels a queued execution, or asks a running one to stop. */
   readonly cancel: (id: string) => Effect.Effect<CancelResult, ExecutionNotFound | StoreError>
+  /**
+   * Sends the signal `name` with `payload` (JSON-safe) to an execution: a wait for it
+   * (`ctx.waitForSignal(name, ...)`) resumes, or, sent before the wait, it is kept and
+   * taken once. "Woke" when the execution was waiting for it, else "Kept". Refused for
+   * an execution that has ended (InvalidTransition) or does not exist.
+   */
+  readonly signal: (id: string, name: string, payload?: unknown) => Effect.Effect<"Kept" | "Woke", ExecutionNotFound | InvalidTransition | InvalidSignal | StoreError>
   /** Creates a new execution with the same payload, linked to a failed or cancelled one. */
   readonly retry: (id: string) => Effect.Effect<InsertResult, ExecutionNotFound | InvalidTransition | StoreError>
   /**
@@ -195,7 +209,8 @@ export const layer: Layer.Layer<Client, never, Core | Store> = Layer.effect(
           const attempts = yield* store.attemptsList(id)
           const steps = yield* store.stepsList(id)
           const logs = yield* store.logsList(id)
-          return { ...execution, attempts, steps, logs: logs.lines, logDrops: logs.drops }
+          const signals = yield* store.signalsList(id)
+          return { ...execution, attempts, steps, logs: logs.lines, logDrops: logs.drops, signals }
         }),
       pauseQueue: (name) => Effect.flatMap(Clock.currentTimeMillis, (now) => store.queuesPause({ queue: name, now })),
       resumeQueue: (name) =>
@@ -226,6 +241,26 @@ export const layer: Layer.Layer<Client, never, Core | Store> = Layer.effect(
           if (result === null) return yield* new ExecutionNotFound({ id, message: `no execution ${id}` })
           if (result === "cancelled") core.bus.notifyOutcome(id)
           return result
+        }),
+      signal: (id, name, payload = null) =>
+        Effect.gen(function*() {
+          const refuse = (message: string) => new InvalidSignal({ id, message })
+          if (typeof name !== "string" || name.trim() === "" || name.length > 200) return yield* refuse(`signal name must be 1 to 200 characters, got ${JSON.stringify(name)}`)
+          let text: string | undefined
+          try {
+            text = JSON.stringify(payload)
+          } catch (e) {
+            return yield* refuse(`signal "${name}" to ${id}: the payload is not JSON-safe: ${(e as Error).message}`)
+          }
+          if (text === undefined) return yield* refuse(`signal "${name}" to ${id}: the payload is not JSON-safe`)
+          if (text.length > maxSignalBytes) return yield* refuse(`signal "${name}" to ${id}: the payload is ${text.length} characters, over the ${maxSignalBytes} limit`)
+          const now = yield* Clock.currentTimeMillis
+          const sent = yield* store.signalsSend({ id, name, payload: text, now })
+          if (sent._tag === "Missing") return yield* new ExecutionNotFound({ id, message: `no execution ${id}` })
+          if (sent._tag === "Ended") return yield* new InvalidTransition({ id, message: `execution ${id} has ended (${sent.state}); signal "${name}" was not sent` })
+          // This process's Dispatchers claim it now; other processes' see the commit.
+          if (sent._tag === "Woke") core.bus.notifyEvery(now)
+          return sent._tag
         }),
       retry: (id) =>
         Effect.gen(function*() {

@@ -132,6 +132,8 @@ export interface RosterHandle {
   readonly count: (filter?: ExecutionFilter) => Promise<Record<ExecutionState, number>>
   readonly cancel: (id: string) => Promise<CancelResult>
   readonly retry: (id: string) => Promise<InsertResult>
+  /** Sends the signal `name` to an execution (see Client.signal); rejects for one that has ended or does not exist. */
+  readonly signal: (id: string, name: string, payload?: unknown) => Promise<"Kept" | "Woke">
   /**
    * Resolves with the execution once it has ended (succeeded, failed or cancelled);
    * rejects with WaitTimeout after `timeout`, ExecutionNotFound for an unknown id.
@@ -201,6 +203,7 @@ export const open = async <const C extends RosterConfig>(config: C & ServicesChe
     list: (filter) => use((c) => c.list(filter)),
     count: (filter) => use((c) => c.count(filter)),
     cancel: (id) => use((c) => c.cancel(id)),
+    signal: (id, name, payload) => use((c) => c.signal(id, name, payload)),
     retry: (id) => use((c) => c.retry(id)),
     waitFor: (id, options) => use((c) => c.waitFor(id, options)),
     startWorker: (options) => worker.start(Effect.flatMap(Worker.start(options), (h) => Breaker.reportWhenBroken("worker", h.broken))),

@@ -102,7 +102,15 @@ export const start = Effect.fnUntraced(function*(options: WorkerOptions = {}) {
   // Built before the actors, so closed after them: at shutdown, after in-flight work.
   const contexts = yield* Services.build()
   const logSink = yield* LogSink.make({ capacity: settings.logCapacity, flushMs: settings.logFlushMs })
-  const pool = yield* WorkerPool.make({ registry: core.registry, recorder: core.recorder, workerId, logSink, contexts })
+  const pool = yield* WorkerPool.make({
+    registry: core.registry,
+    recorder: core.recorder,
+    workerId,
+    logSink,
+    contexts,
+    bus: core.bus,
+    maxPayloadBytes: core.config.maxPayloadBytes
+  })
   const { run, broken } = yield* Breaker.make
   const dispatchers: Array<Fiber.Fiber<void>> = []
   const wakes: Array<(at: number) => void> = []

@@ -7,9 +7,10 @@
  */
 import type { ExecutionError } from "../jobs/Failure.ts"
 import type { RetrySnapshot } from "../jobs/RetryPolicy.ts"
+import type { Wait } from "../jobs/Wait.ts"
 
 /** The stored states of an execution. */
-export const states = ["queued", "running", "succeeded", "failed", "cancelled"] as const
+export const states = ["queued", "running", "waiting", "succeeded", "failed", "cancelled"] as const
 
 /** One stored state. */
 export type ExecutionState = (typeof states)[number]
@@ -62,6 +63,11 @@ export interface Execution {
   readonly rateKey: string | null
   /** The dedupe key it holds while queued or running (modes active and replace); null: none. */
   readonly dedupeKey: string | null
+  /** The execution whose `ctx.enqueue` made this one, and that step's name; null: none. */
+  readonly parentId: string | null
+  readonly parentStep: string | null
+  /** What it waits for while `waiting` (kept, as its last wait, after it resumes). */
+  readonly wait: Wait | null
   readonly result: unknown
   readonly error: ExecutionError | null
 }

@@ -6,6 +6,7 @@
  */
 import type { Attempt, Execution, ExecutionState, LogDrops, LogLine, Step } from "./Execution.ts"
 import { UnparsedPayload } from "./Execution.ts"
+import { parseWait } from "../jobs/Wait.ts"
 
 /** An integer column as a driver returns it (PostgreSQL BIGINT: a string). */
 export type Int = number | string | bigint
@@ -37,6 +38,9 @@ export interface ExecutionRow {
   concurrency_key?: string | null
   rate_key?: string | null
   dedupe_key?: string | null
+  parent_id?: string | null
+  parent_step?: string | null
+  wait?: string | null
   result: string | null
   error: string | null
 }
@@ -85,6 +89,9 @@ export const toExecution = (r: ExecutionRow): Execution => ({
   concurrencyKey: r.concurrency_key ?? null,
   rateKey: r.rate_key ?? null,
   dedupeKey: r.dedupe_key ?? null,
+  parentId: r.parent_id ?? null,
+  parentStep: r.parent_step ?? null,
+  wait: parseWait(r.wait),
   result: parseJson(r.result),
   error: parseJson(r.error) as Execution["error"]
 })

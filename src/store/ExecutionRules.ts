@@ -20,7 +20,7 @@ export const expiredBeforeOf = (o: Outcome): number | null => ("expired" in o &&
 
 /** The attempt row an outcome writes, as asked (see {@link endedAttemptOutcome}); null for a release (not charged). */
 export const attemptOutcomeOf = (o: Outcome): AttemptOutcome | null =>
-  o.kind === "released" ? null : o.kind === "retry" ? (o.expired ? "lease_expired" : "retrying") : o.kind === "failed" && o.expired ? "lease_expired" : o.kind
+  o.kind === "released" || o.kind === "park" ? null : o.kind === "retry" ? (o.expired ? "lease_expired" : "retrying") : o.kind === "failed" && o.expired ? "lease_expired" : o.kind
 
 /** The attempt outcome once applied: a retry that left the execution cancelled (asked to cancel) is `cancelled`. */
 export const endedAttemptOutcome = (asked: AttemptOutcome, state: ExecutionState): AttemptOutcome =>
@@ -35,18 +35,18 @@ export const withSucceededAttempt = (attempts: Array<Attempt>, id: string, row: 
 
 /** What a cancel of an execution in `state` (undefined: no such execution) does and reports. */
 export const cancelOf = (state: ExecutionState | undefined): { readonly result: CancelResult | null; readonly write: "cancel" | "request" | null } =>
-  state === undefined ? { result: null, write: null } : state === "queued" ? { result: "cancelled", write: "cancel" }
+  state === undefined ? { result: null, write: null } : state === "queued" || state === "waiting" ? { result: "cancelled", write: "cancel" }
   : state === "running" ? { result: "requested", write: "request" } : { result: "already-finished", write: null }
 
 /** One condition of a list or count filter: `column op value`. */
 export interface FilterClause {
-  readonly column: "job" | "queue" | "state" | "created_at" | "schedule_id" | "id"
+  readonly column: "job" | "queue" | "state" | "created_at" | "schedule_id" | "id" | "parent_id"
   readonly op: "=" | ">=" | "<"
   readonly value: string | number
 }
 
 const filterColumns = [
-  ["job", "job", "="], ["queue", "queue", "="], ["state", "state", "="], ["since", "created_at", ">="], ["scheduleId", "schedule_id", "="], ["before", "id", "<"]
+  ["job", "job", "="], ["queue", "queue", "="], ["state", "state", "="], ["since", "created_at", ">="], ["scheduleId", "schedule_id", "="], ["before", "id", "<"], ["parentId", "parent_id", "="]
 ] as const
 
 /** The conditions of a filter, in a fixed order (joined with AND; none: every row). */

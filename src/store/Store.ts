@@ -10,6 +10,7 @@
 import { Cause, Context, Data, type Effect } from "effect"
 import type { RetrySnapshot } from "../jobs/RetryPolicy.ts"
 import type { ClaimLimits, RunningCount, StartRow } from "./FlowRules.ts"
+import type { Signal, SignalSendResult, Wait } from "../jobs/Wait.ts"
 import type { Attempt, Execution, ExecutionError, ExecutionState, LogDrops, LogLine, Step } from "./Execution.ts"
 
 /**
@@ -55,6 +56,9 @@ export interface InsertRequest {
   readonly retryOf?: string | null
   /** The enqueue's W3C `traceparent`, continued by the run's span (see ExecutionSpan). */
   readonly traceContext?: string | null
+  /** Set by executionsInsertChild only. */
+  readonly parentId?: string | null
+  readonly parentStep?: string | null
   /** The key its Job's per-key concurrency limit counts it under (null: none). */
   readonly concurrencyKey?: string | null
   /** The key its Job's per-key rate limit counts it under (null: the Job's limit, if any, is not per key). */
@@ -130,6 +134,11 @@ export interface Fence {
   readonly id: string
   readonly workerId: string
   readonly attempt: number
+  /**
+   * The execution's parent, when it is a child (ctx.enqueue): an outcome that ends it
+   * may make the parent, waiting for its children, due — checked in the same transaction.
+   */
+  readonly parentId?: string | null | undefined
 }
 
 /**
@@ -145,6 +154,14 @@ export type Outcome =
   | (Fence & { readonly kind: "failed"; readonly error: ExecutionError; readonly now: number; readonly startedAt: number; readonly expired?: boolean })
   | (Fence & { readonly kind: "cancelled"; readonly error: ExecutionError | null; readonly now: number; readonly startedAt: number })
   | (Fence & { readonly kind: "released"; readonly now: number })
+  /**
+   * The handler parked the execution (ctx.sleep, awaitChildren, waitForSignal): it is
+   * stored `waiting` with `wait`, due at `runAt`, the attempt not charged (as a release);
+   * asked to cancel, it ends cancelled instead. Written with the check that makes it due
+   * at once when what it waits for already happened (every awaited child ended, the
+   * signal was sent), in the same transaction, so no wake-up falls between the two.
+   */
+  | (Fence & { readonly kind: "park"; readonly runAt: number; readonly wait: Wait; readonly now: number })
 
 /** Filters of list and count. */
 export interface ExecutionFilter {
@@ -157,6 +174,8 @@ export interface ExecutionFilter {
   readonly limit?: number | undefined
   /** Page backwards from this id (exclusive); lists are newest first. */
   readonly before?: string | undefined
+  /** Only the children of this execution (made by its ctx.enqueue). */
+  readonly parentId?: string | undefined
 }
 
 /** What a heartbeat learns about this worker's in-flight executions. */
@@ -336,6 +355,25 @@ export class Store extends Context.Service<Store, {
   readonly workersHeartbeat: (req: { readonly id: string; readonly now: number }) => Effect.Effect<boolean, StoreError>
   /** Deletes a worker's row (a clean stop). */
   readonly workersRemove: (req: { readonly id: string }) => Effect.Effect<void, StoreError>
+  /**
+   * Inserts a child of `parentId` for its step `step` exactly once: a second insert of the
+   * same (parent, step) — a retry, a re-run after a crash — returns the first child's id
+   * (inserted false). The step is recorded with the child's id in the same transaction.
+   */
+  readonly executionsInsertChild: (req: { readonly parentId: string; readonly step: string; readonly attempt: number; readonly row: InsertRequest }) => Effect.Effect<InsertResult, StoreError>
+  /**
+   * Sends a signal: kept for the execution's wait of that name (now or later), and, when
+   * the execution waits for it, makes it due at `now`. Refused (nothing stored) for an
+   * execution that has ended or does not exist.
+   */
+  readonly signalsSend: (req: { readonly id: string; readonly name: string; readonly payload: string; readonly now: number }) => Effect.Effect<SignalSendResult, StoreError>
+  /**
+   * Takes the oldest kept signal of `name` for a running attempt, recording it as the
+   * step `step` (output: the payload) in the same transaction; null when none is kept.
+   */
+  readonly signalsTake: (req: { readonly id: string; readonly name: string; readonly step: string; readonly attempt: number; readonly now: number }) => Effect.Effect<string | null, StoreError>
+  /** An execution's signals in the order sent. */
+  readonly signalsList: (id: string) => Effect.Effect<ReadonlyArray<Signal>, StoreError>
   /** Every registered worker by id, marked stale as of `now`. */
   readonly workersList: (req: { readonly now: number }) => Effect.Effect<ReadonlyArray<LiveWorker>, StoreError>
 }>()("roster/Store") {}

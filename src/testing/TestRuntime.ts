@@ -137,10 +137,12 @@ const isTestClock = (clock: Clock.Clock): clock is TestClock.TestClock =>
 
 const epochOf = (at: number | Date): number => (typeof at === "number" ? at : at.getTime())
 
-/** Earliest run_at of a queued execution later than `now`; scans at most 10,000 queued rows. */
+/** Earliest run_at of a queued or waiting execution later than `now`; scans at most 10,000 rows of each. */
 const nextQueuedAfter = (store: Store["Service"], now: number) =>
-  Effect.map(store.executionsList({ state: "queued", limit: 10_000 }), (queued) =>
-    queued.reduce((min, e) => (e.runAt > now && e.runAt < min ? e.runAt : min), Infinity))
+  Effect.map(
+    Effect.all([store.executionsList({ state: "queued", limit: 10_000 }), store.executionsList({ state: "waiting", limit: 10_000 })]),
+    ([queued, waiting]) => [...queued, ...waiting].reduce((min, e) => (e.runAt > now && e.runAt < min ? e.runAt : min), Infinity)
+  )
 
 /**
  * Starts a test runtime in the current scope. Uses the TestClock of the caller's

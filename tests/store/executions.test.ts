@@ -322,7 +322,7 @@ for (const driver of drivers) {
       test("count reports every state", async () => {
         await withStore(f, (s) => s.executionsInsert([row(), row()]))
         await withStore(f, (s) => s.executionsClaim(claim({ limit: 1 })))
-        expect(await withStore(f, (s) => s.executionsCount({}))).toEqual({ queued: 1, running: 1, succeeded: 0, failed: 0, cancelled: 0 })
+        expect(await withStore(f, (s) => s.executionsCount({}))).toEqual({ queued: 1, running: 1, waiting: 0, succeeded: 0, failed: 0, cancelled: 0 })
       })
 
       test("hasWork sees due queued work and expired leases, not future work", async () => {

@@ -39,8 +39,8 @@ for (const driver of drivers) {
       await withStore(f, (s) => s.executionsInsert([row({ queue: "mail", runAt: 50 }), row({ queue: "mail", runAt: 5_000 })]))
       const stats = await withStore(f, (s) => s.executionsQueueStats({ now: 1_000 }))
       expect(stats).toEqual([
-        { queue: "default", counts: { queued: 2, running: 0, succeeded: 1, failed: 1, cancelled: 0 }, oldestDueAt: 100 },
-        { queue: "mail", counts: { queued: 2, running: 0, succeeded: 0, failed: 0, cancelled: 0 }, oldestDueAt: 50 }
+        { queue: "default", counts: { queued: 2, running: 0, waiting: 0, succeeded: 1, failed: 1, cancelled: 0 }, oldestDueAt: 100 },
+        { queue: "mail", counts: { queued: 2, running: 0, waiting: 0, succeeded: 0, failed: 0, cancelled: 0 }, oldestDueAt: 50 }
       ])
     })
 

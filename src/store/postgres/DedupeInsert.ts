@@ -50,7 +50,7 @@ export const insertDeduped = (
           VALUES (${r.id}, ${r.job}, ${r.queue}, 'queued', ${r.payload}, ${r.priority}, 0, ${r.retry.attempts}, ${JSON.stringify(r.retry)},
                   ${r.timeoutMs}, ${r.runAt}, ${r.now}, NULL, ${r.scheduleId ?? null}, ${r.fireAt ?? null}, ${r.retryOf ?? null},
                   ${r.traceContext ?? null}, ${r.concurrencyKey ?? null}, ${r.rateKey ?? null}, ${key})
-          ON CONFLICT (job, dedupe_key) WHERE dedupe_key IS NOT NULL AND state IN ('queued', 'running') DO NOTHING
+          ON CONFLICT (job, dedupe_key) WHERE dedupe_key IS NOT NULL AND state IN ('queued', 'running', 'waiting') DO NOTHING
           RETURNING id, queue, run_at
         ), woke AS (
           SELECT pg_notify('roster_wake', json_build_object('s', current_schema(), 'q', queue, 'at', run_at, 'o', ${origin}::text)::text) FROM ins
@@ -59,7 +59,7 @@ export const insertDeduped = (
       if (inserted.length > 0) return { id: r.id, inserted: true }
       const holders = yield* sql<{ id: string; state: string }>`
         SELECT id, state FROM roster_executions
-         WHERE job = ${r.job} AND dedupe_key = ${key} AND state IN ('queued', 'running')`
+         WHERE job = ${r.job} AND dedupe_key = ${key} AND state IN ('queued', 'running', 'waiting')`
       const holder = holders[0]
       // Ended between the two statements: the key is free, insert again.
       if (holder === undefined) continue

@@ -50,7 +50,7 @@ export const readHeldBack = (sql: PgClient.PgClient, queue: string, now: number,
              (rate_key IS NOT NULL AND (job || chr(31) || rate_key) = ANY(${textArray(state.blockedRate)}::text[])) AS rate_key_at_limit,
              COUNT(*)::int AS count
         FROM roster_executions
-       WHERE state = 'queued' AND queue = ${queue} AND run_at <= ${now}
+       WHERE state IN ('queued','waiting') AND queue = ${queue} AND run_at <= ${now}
        GROUP BY 1, 2, 3
        ORDER BY 1, 2, 3`
     const due = groups.map((g): DueGroup => ({ job: g.job, keyAtLimit: g.key_at_limit === true, rateKeyAtLimit: g.rate_key_at_limit === true, count: g.count }))
@@ -73,7 +73,7 @@ export const claimLimited = (sql: PgClient.PgClient, req: LimitedClaimRequest) =
     if (room === 0 || jobs.length === 0) return { executions: [], retryAt: state.rateFreesAt } satisfies LimitedClaim
     const scanned = yield* sql<{ id: string; job: string; concurrency_key: string | null; rate_key: string | null }>`
       SELECT id, job, concurrency_key, rate_key FROM roster_executions
-       WHERE state = 'queued' AND queue = ${req.queue} AND run_at <= ${req.now} AND job = ANY(${textArray(jobs)}::text[])
+       WHERE state IN ('queued','waiting') AND queue = ${req.queue} AND run_at <= ${req.now} AND job = ANY(${textArray(jobs)}::text[])
          AND (concurrency_key IS NULL OR NOT ((job || chr(31) || concurrency_key) = ANY(${textArray(state.blockedConcurrency)}::text[])))
          AND (rate_key IS NULL OR NOT ((job || chr(31) || rate_key) = ANY(${textArray(state.blockedRate)}::text[])))
        ORDER BY priority DESC, run_at, id
@@ -87,7 +87,7 @@ export const claimLimited = (sql: PgClient.PgClient, req: LimitedClaimRequest) =
       UPDATE roster_executions
          SET state = 'running', attempt = attempt + 1, lease_owner = ${req.workerId},
              lease_expires_at = ${req.now + req.leaseMs}, started_at = ${req.now}
-       WHERE id = ANY(${textArray(chosen.ids)}::text[]) AND state = 'queued'
+       WHERE id = ANY(${textArray(chosen.ids)}::text[]) AND state IN ('queued','waiting')
       RETURNING *`
     if (chosen.starts.length > 0) {
       yield* sql`

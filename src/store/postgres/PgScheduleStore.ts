@@ -108,7 +108,7 @@ export const makePgScheduleStore = (sql: PgClient.PgClient, options: { readonly 
     Effect.map(
       sql<{ id: string; state: ExecutionState }>`
         SELECT id, state FROM roster_executions
-         WHERE schedule_id = ${scheduleId} AND state IN ('queued','running') ORDER BY id DESC LIMIT 1`,
+         WHERE schedule_id = ${scheduleId} AND state IN ('queued','running','waiting') ORDER BY id DESC LIMIT 1`,
       (rows) => rows[0] ?? null
     )
 

@@ -25,7 +25,7 @@ export const makePgStats = (sql: PgClient.PgClient, op: Operation): Pick<Store["
       const counts = yield* sql<{ queue: string; state: ExecutionState; n: number }>`
         SELECT queue, state, COUNT(*)::int AS n FROM roster_executions GROUP BY queue, state`
       const oldest = yield* sql<{ queue: string; at: Int8 }>`
-        SELECT queue, MIN(run_at) AS at FROM roster_executions WHERE state = 'queued' AND run_at <= ${req.now} GROUP BY queue`
+        SELECT queue, MIN(run_at) AS at FROM roster_executions WHERE state IN ('queued','waiting') AND run_at <= ${req.now} GROUP BY queue`
       return queueStatsOf(counts, oldest.map((r) => ({ queue: r.queue, at: num(r.at) })))
     })),
   executionsThroughput: (req) => {

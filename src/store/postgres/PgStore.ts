@@ -32,6 +32,7 @@ import { attemptOutcomeOf, cancelOf, claimsNothing, countsOf, errorTextOf, expir
 import { ScheduleStore } from "../ScheduleStore.ts"
 import type { ExecutionFilter, LimitedClaimRequest, Outcome } from "../Store.ts"
 import { claimLimited, readHeldBack, readQueueFlow } from "./PgFlowClaim.ts"
+import { makePgOrchestration } from "./PgOrchestration.ts"
 import { Store, StoreError } from "../Store.ts"
 import { insertExecutions } from "./ExecutionInsert.ts"
 import * as InDoubt from "./InDoubt.ts"
@@ -66,6 +67,8 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
   const { origin } = options
   const relaxed = options.relaxed ?? sql
 
+  const orchestration = makePgOrchestration(sql, origin)
+
   const getOne = (id: string) =>
     Effect.map(sql<ExecutionRow>`SELECT * FROM roster_executions WHERE id = ${id}`, (rows) => rows[0])
 
@@ -91,7 +94,7 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
    * wake-up for work back in the queue. A retry or a release of an execution asked to
    * cancel ends it cancelled instead: it never runs again.
    */
-  const finishOthers = (outcomes: ReadonlyArray<Exclude<Outcome, { kind: "succeeded" }>>) => {
+  const finishOthers = (outcomes: ReadonlyArray<Exclude<Outcome, { kind: "succeeded" | "park" }>>) => {
     return sql<{ ord: Int8 }>`
       WITH u AS (
         SELECT * FROM unnest(${textArray(outcomes.map((o) => o.id))}::text[], ${textArray(outcomes.map((o) => o.workerId))}::text[], ${int4Array(outcomes.map((o) => o.attempt))}::int4[],
@@ -134,7 +137,9 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
       // Sorted by id so concurrent batches lock rows in one order (no deadlock between a Reaper and a worker).
       const indexed = outcomes.map((o, i) => ({ o, i })).sort((a, b) => (a.o.id < b.o.id ? -1 : a.o.id > b.o.id ? 1 : a.i - b.i))
       const successes = indexed.filter((x) => x.o.kind === "succeeded")
-      const others = indexed.filter((x) => x.o.kind !== "succeeded")
+      const parks = indexed.filter((x) => x.o.kind === "park")
+      const others = indexed.filter((x) => x.o.kind !== "succeeded" && x.o.kind !== "park")
+      const children = indexed.filter((x) => (x.o.parentId ?? null) !== null && x.o.kind !== "park" && x.o.kind !== "released")
       const applied = new Array<boolean>(outcomes.length).fill(false)
       const run = Effect.gen(function*() {
         if (successes.length > 0) {
@@ -142,14 +147,19 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
           for (const x of successes) applied[x.i] = ids.has(x.o.id)
         }
         if (others.length > 0) {
-          for (const r of yield* finishOthers(others.map((x) => x.o as Exclude<Outcome, { kind: "succeeded" }>))) {
+          for (const r of yield* finishOthers(others.map((x) => x.o as Exclude<Outcome, { kind: "succeeded" | "park" }>))) {
             applied[others[num(r.ord) - 1]!.i] = true
           }
         }
+        for (const x of parks) applied[x.i] = yield* orchestration.park(x.o as Extract<Outcome, { kind: "park" }>)
+        // Children that ended: their waiting parents may be due now, decided in this transaction.
+        const ended = children.filter((x) => applied[x.i]).map((x) => x.o.id)
+        if (ended.length > 0) yield* orchestration.wakeParents(ended, children[0]!.o.now)
         return applied
       })
-      // A batch of only successes (the common case) is one autocommit statement.
-      return yield* (successes.length > 0 && others.length > 0 ? sql.withTransaction(run) : run)
+      // A batch of only successes that are no one's children (the common case) is one autocommit statement.
+      const statements = (successes.length > 0 ? 1 : 0) + (others.length > 0 ? 1 : 0) + parks.length + (children.length > 0 ? 1 : 0)
+      return yield* (statements > 1 ? sql.withTransaction(run) : run)
     })
 
   const unavailable = (e: unknown) => isUnavailable(e instanceof StoreError ? e.cause : e)
@@ -176,7 +186,7 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
                lease_expires_at = ${req.now + req.leaseMs}, started_at = ${req.now}
          WHERE id IN (
            SELECT id FROM roster_executions
-            WHERE state = 'queued' AND queue = ${req.queue} AND run_at <= ${req.now} AND job = ANY(${textArray(req.jobs)}::text[])
+            WHERE state IN ('queued','waiting') AND queue = ${req.queue} AND run_at <= ${req.now} AND job = ANY(${textArray(req.jobs)}::text[])
               -- A paused queue gives nothing, read in this statement (no check-then-claim race);
               -- uncorrelated, so it is an InitPlan evaluated once per claim.
               AND NOT EXISTS (SELECT 1 FROM roster_queues WHERE name = ${req.queue} AND paused)
@@ -204,6 +214,9 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
       const cancel = cancelOf(row?.state)
       if (cancel.write === "cancel") yield* sql`UPDATE roster_executions SET state = 'cancelled', finished_at = ${now} WHERE id = ${id} RETURNING ${ended}`
       if (cancel.write === "request") yield* sql`UPDATE roster_executions SET cancel_requested = true WHERE id = ${id}`
+      // A cancel reaches the whole tree below (docs/patterns.md), and wakes a parent awaiting this one.
+      if (cancel.write !== null) yield* orchestration.cancelTree(id, now)
+      if (cancel.write === "cancel") yield* orchestration.wakeParents([id], now)
       return cancel.result
     }))
 
@@ -250,6 +263,10 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
     executionsInsert: (rows) => (rows.length === 0 ? Effect.succeed([]) : insertRetrying(rows)),
     executionsClaim: (req) => (claimsNothing(req) ? Effect.succeed([]) : op("claim executions", claim(req))),
     executionsClaimLimited: (req) => (claimsNothing(req) ? Effect.succeed({ executions: [], retryAt: null }) : op("claim executions", claimWithin(req))),
+    executionsInsertChild: (req) => op("insert child execution", sql.withTransaction(orchestration.insertChild(req))),
+    signalsSend: (req) => op("send signal", sql.withTransaction(orchestration.signalSend(req))),
+    signalsTake: (req) => op("take signal", sql.withTransaction(orchestration.signalTake(req))),
+    signalsList: (id) => op("list signals", orchestration.signals(id)),
     queuesFlow: (req) => op("read queue flow", sql.withTransaction(readQueueFlow(sql, req.queue, req.now))),
     queuesHeldBack: (req) => op("read held-back executions", readHeldBack(sql, req.queue, req.now, req.limits)),
     executionsFinish: (outcomes) =>
@@ -285,7 +302,7 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
           if (q.jobs.length === 0) continue
           const [due] = yield* sql`
             SELECT 1 AS one FROM roster_executions
-             WHERE state = 'queued' AND queue = ${q.queue} AND run_at <= ${req.now} AND job = ANY(${textArray(q.jobs)}::text[])
+             WHERE state IN ('queued','waiting') AND queue = ${q.queue} AND run_at <= ${req.now} AND job = ANY(${textArray(q.jobs)}::text[])
                AND NOT EXISTS (SELECT 1 FROM roster_queues WHERE name = ${q.queue} AND paused) LIMIT 1`
           if (due) return true
         }
@@ -306,7 +323,7 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
     executionsUnknownJobs: (known) =>
       op("find unknown jobs", sql<{ job: string; count: number }>`
         SELECT job, COUNT(*)::int AS count FROM roster_executions
-         WHERE state = 'queued' AND NOT (job = ANY(${textArray(known)}::text[])) GROUP BY job ORDER BY job`),
+         WHERE state IN ('queued','waiting') AND NOT (job = ANY(${textArray(known)}::text[])) GROUP BY job ORDER BY job`),
     executionsPrune: (req) =>
       op("prune executions", Effect.map(
         sql<{ n: number }>`

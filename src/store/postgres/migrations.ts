@@ -220,5 +220,38 @@ export const migrations: ReadonlyArray<Migration> = [
       `CREATE INDEX roster_rate_starts_queue ON roster_rate_starts (queue, expires_at)`,
       `CREATE INDEX roster_rate_starts_expiry ON roster_rate_starts (expires_at)`
     ]
+  },
+  {
+    version: 8,
+    name: "orchestration: waiting, children, signals",
+    statements: [
+      `ALTER TABLE roster_executions DROP CONSTRAINT IF EXISTS roster_executions_state_check`,
+      `ALTER TABLE roster_executions ADD CONSTRAINT roster_executions_state_check
+  CHECK (state IN ('queued','running','waiting','succeeded','failed','cancelled'))`,
+      // A child enqueued by ctx.enqueue: its parent and the step name (unique per parent).
+      `ALTER TABLE roster_executions ADD COLUMN parent_id TEXT COLLATE "C"`,
+      `ALTER TABLE roster_executions ADD COLUMN parent_step TEXT COLLATE "C"`,
+      // What a waiting execution waits for (JSON, see jobs/Wait.ts); kept after it resumes.
+      `ALTER TABLE roster_executions ADD COLUMN wait TEXT`,
+      // The claim index now also holds waiting executions, due when their wait ends.
+      `DROP INDEX roster_executions_claim`,
+      `CREATE INDEX roster_executions_claim ON roster_executions (queue, priority DESC, run_at, id) WHERE state IN ('queued','waiting')`,
+      `DROP INDEX roster_executions_schedule_active`,
+      `CREATE INDEX roster_executions_schedule_active ON roster_executions (schedule_id, id) WHERE schedule_id IS NOT NULL AND state IN ('queued','running','waiting')`,
+      `DROP INDEX roster_executions_dedupe`,
+      `CREATE UNIQUE INDEX roster_executions_dedupe ON roster_executions (job, dedupe_key)
+  WHERE dedupe_key IS NOT NULL AND state IN ('queued','running','waiting')`,
+      `CREATE UNIQUE INDEX roster_executions_child ON roster_executions (parent_id, parent_step) WHERE parent_id IS NOT NULL`,
+      // Signals sent to an execution, in order; a wait consumes the oldest unconsumed of its name.
+      `CREATE TABLE roster_signals (
+  execution_id TEXT COLLATE "C" NOT NULL,
+  seq BIGSERIAL,
+  name TEXT COLLATE "C" NOT NULL,
+  payload TEXT NOT NULL,
+  sent_at BIGINT NOT NULL,
+  consumed_at BIGINT,
+  PRIMARY KEY (execution_id, seq)
+)`
+    ]
   }
 ]

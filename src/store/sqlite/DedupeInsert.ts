@@ -19,7 +19,7 @@ import type { InsertRequest, InsertResult } from "../Store.ts"
 const prepared = (db: Database) => ({
   holder: db.query<{ id: string; state: string }, [string, string]>(
     `SELECT id, state FROM roster_executions
-      WHERE job = ? AND dedupe_key = ? AND state IN ('queued', 'running')`
+      WHERE job = ? AND dedupe_key = ? AND state IN ('queued', 'running', 'waiting')`
   ),
   replace: db.query<{ id: string }, [string, number, number, string | null, string | null, string]>(
     `UPDATE roster_executions SET payload = ?, run_at = ?, priority = ?, concurrency_key = ?, rate_key = ?

@@ -29,7 +29,7 @@ export const makeSqliteFlow = (
   )
   const candidates = db.query<{ id: string; job: string; concurrency_key: string | null; rate_key: string | null }, [string, number, string, string, string, number]>(
     `SELECT id, job, concurrency_key, rate_key FROM roster_executions INDEXED BY roster_executions_claim
-      WHERE state = 'queued' AND queue = ?1 AND run_at <= ?2 AND job IN (SELECT value FROM json_each(?3))
+      WHERE state IN ('queued','waiting') AND queue = ?1 AND run_at <= ?2 AND job IN (SELECT value FROM json_each(?3))
         AND (concurrency_key IS NULL OR (job || char(31) || concurrency_key) NOT IN (SELECT value FROM json_each(?4)))
         AND (rate_key IS NULL OR (job || char(31) || rate_key) NOT IN (SELECT value FROM json_each(?5)))
       ORDER BY priority DESC, run_at, id
@@ -38,7 +38,7 @@ export const makeSqliteFlow = (
   const claimIds = db.query<ExecutionRow, [string, number, number, string]>(
     `UPDATE roster_executions
         SET state = 'running', attempt = attempt + 1, lease_owner = ?1, lease_expires_at = ?2, started_at = ?3
-      WHERE id IN (SELECT value FROM json_each(?4)) AND state = 'queued'
+      WHERE id IN (SELECT value FROM json_each(?4)) AND state IN ('queued','waiting')
       RETURNING *`
   )
   const addStart = db.query("INSERT INTO roster_rate_starts (queue, scope, expires_at, n) VALUES (?, ?, ?, ?)")
@@ -51,7 +51,7 @@ export const makeSqliteFlow = (
             (rate_key IS NOT NULL AND (job || char(31) || rate_key) IN (SELECT value FROM json_each(?4))) AS rate_key_at_limit,
             COUNT(*) AS count
        FROM roster_executions
-      WHERE state = 'queued' AND queue = ?1 AND run_at <= ?2
+      WHERE state IN ('queued','waiting') AND queue = ?1 AND run_at <= ?2
       GROUP BY job, key_at_limit, rate_key_at_limit
       ORDER BY job, key_at_limit, rate_key_at_limit`
   )

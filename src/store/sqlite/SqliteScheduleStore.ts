@@ -65,7 +65,7 @@ export const makeSqliteScheduleStore = (db: Database): ScheduleStore["Service"] 
   )
   const active = db.query<{ id: string; state: ExecutionState }, [string]>(
     `SELECT id, state FROM roster_executions INDEXED BY roster_executions_schedule_active
-      WHERE schedule_id = ? AND state IN ('queued','running') ORDER BY id DESC LIMIT 1`
+      WHERE schedule_id = ? AND state IN ('queued','running','waiting') ORDER BY id DESC LIMIT 1`
   )
   const history = db.query<FireRow, [string, number, number]>(
     "SELECT * FROM roster_schedule_fires WHERE schedule_id = ? AND due_at < ? ORDER BY due_at DESC LIMIT ?"

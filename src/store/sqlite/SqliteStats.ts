@@ -24,7 +24,7 @@ export const makeSqliteStats = (db: Database, attempt: Attempt): Pick<Store["Ser
   )
   const oldest = db.query<{ queue: string; at: number }, [number]>(
     `SELECT queue, MIN(run_at) AS at FROM roster_executions INDEXED BY roster_executions_claim
-      WHERE state = 'queued' AND run_at <= ? GROUP BY queue`
+      WHERE state IN ('queued','waiting') AND run_at <= ? GROUP BY queue`
   )
   const throughput = db.query<{ queue: string; at: number; succeeded: number; failed: number }, [number, number]>(
     `SELECT queue, ?1 + CAST((finished_at - ?1) / ?2 AS INTEGER) * ?2 AS at,

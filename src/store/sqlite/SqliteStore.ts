@@ -15,6 +15,7 @@ import { attemptOutcomeOf, cancelOf, claimsNothing, countsOf, endedAttemptOutcom
 import type { CancelResult, ExecutionFilter, InsertRequest, InsertResult, Outcome } from "../Store.ts"
 import { Store, StoreError, type StoreErrorReason } from "../Store.ts"
 import { makeSqliteFlow } from "./SqliteFlowClaim.ts"
+import { makeSqliteOrchestration } from "./SqliteOrchestration.ts"
 import { insertDeduped } from "./DedupeInsert.ts"
 import { makeSqliteQueues } from "./SqliteQueues.ts"
 import { makeSqliteStats } from "./SqliteStats.ts"
@@ -38,8 +39,9 @@ const retryJson = (retry: InsertRequest["retry"]): string => {
 export const makeStatements = (db: Database) => {
   const insert = db.query<{ id: string }, Array<string | number | null>>(
     `INSERT INTO roster_executions (id, job, queue, state, payload, priority, attempt, max_attempts, retry, timeout_ms,
-       run_at, created_at, idempotency_key, schedule_id, fire_at, retry_of, trace_context, concurrency_key, rate_key, dedupe_key)
-     VALUES (?, ?, ?, 'queued', ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       run_at, created_at, idempotency_key, schedule_id, fire_at, retry_of, trace_context, concurrency_key, rate_key, dedupe_key,
+       parent_id, parent_step)
+     VALUES (?, ?, ?, 'queued', ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT DO NOTHING RETURNING id`
   )
   const byKey = db.query<{ id: string }, [string, string]>(
@@ -49,7 +51,7 @@ export const makeStatements = (db: Database) => {
     (insert.get(
       r.id, r.job, r.queue, r.payload, r.priority, r.retry.attempts, retryJson(r.retry), r.timeoutMs,
       r.runAt, r.now, r.idempotencyKey, r.scheduleId ?? null, r.fireAt ?? null, r.retryOf ?? null, r.traceContext ?? null,
-      r.concurrencyKey ?? null, r.rateKey ?? null, r.dedupeKey ?? null
+      r.concurrencyKey ?? null, r.rateKey ?? null, r.dedupeKey ?? null, r.parentId ?? null, r.parentStep ?? null
     ) ?? null) !== null
   const insertOne = (r: InsertRequest): InsertResult => {
     // A dedupe key (modes active, replace) is held only while queued or running: DedupeInsert.ts.
@@ -122,13 +124,13 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
       db.run("PRAGMA synchronous = FULL")
     }
   }
-  const { insertAll } = makeStatements(db)
+  const { insertAll, insertOne } = makeStatements(db)
   const claim = db.query<ExecutionRow, [string, number, number, string, string, number]>(
     `UPDATE roster_executions
         SET state = 'running', attempt = attempt + 1, lease_owner = ?1, lease_expires_at = ?2, started_at = ?3
       WHERE id IN (
         SELECT id FROM roster_executions INDEXED BY roster_executions_claim
-         WHERE state = 'queued' AND queue = ?4 AND run_at <= ?3 AND job IN (SELECT value FROM json_each(?5))
+         WHERE state IN ('queued','waiting') AND queue = ?4 AND run_at <= ?3 AND job IN (SELECT value FROM json_each(?5))
            -- A paused queue gives nothing, read in this statement (no check-then-claim race);
            -- uncorrelated, so SQLite evaluates it once per claim.
            AND NOT EXISTS (SELECT 1 FROM roster_queues WHERE name = ?4 AND paused)
@@ -189,7 +191,7 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
   )
   const hasDue = db.query<{ one: number }, [string, number, string]>(
     `SELECT 1 AS one FROM roster_executions INDEXED BY roster_executions_claim
-      WHERE state = 'queued' AND queue = ?1 AND run_at <= ?2 AND job IN (SELECT value FROM json_each(?3))
+      WHERE state IN ('queued','waiting') AND queue = ?1 AND run_at <= ?2 AND job IN (SELECT value FROM json_each(?3))
         AND NOT EXISTS (SELECT 1 FROM roster_queues WHERE name = ?1 AND paused) LIMIT 1`
   )
   const hasExpired = db.query<{ one: number }, [number]>(
@@ -197,7 +199,7 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
   )
   const getOne = db.query<ExecutionRow, [string]>("SELECT * FROM roster_executions WHERE id = ?")
   const cancelQueued = db.query(
-    "UPDATE roster_executions SET state = 'cancelled', finished_at = ? WHERE id = ? AND state = 'queued'"
+    "UPDATE roster_executions SET state = 'cancelled', finished_at = ? WHERE id = ? AND state IN ('queued','waiting')"
   )
   const cancelRunning = db.query(
     "UPDATE roster_executions SET cancel_requested = 1 WHERE id = ? AND state = 'running'"
@@ -249,16 +251,18 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
   const dataVersion = db.query<{ data_version: number }, []>("PRAGMA data_version")
   const unknownJobs = db.query<{ job: string; count: number }, [string]>(
     `SELECT job, COUNT(*) AS count FROM roster_executions
-      WHERE state = 'queued' AND job NOT IN (SELECT value FROM json_each(?)) GROUP BY job ORDER BY job`
+      WHERE state IN ('queued','waiting') AND job NOT IN (SELECT value FROM json_each(?)) GROUP BY job ORDER BY job`
   )
 
   const insertMany = db.transaction(insertAll)
+  const orchestration = makeSqliteOrchestration(db, insertOne)
 
   /** Applies one outcome other than a success, and writes its attempt row (ExecutionRules). */
   const applyOutcome = (o: Exclude<Outcome, { kind: "succeeded" }>): boolean => {
     const fence = [o.id, o.workerId, o.attempt] as const
     const error = errorTextOf(o)
     if (o.kind === "released") return finishReleased.run(o.now, ...fence).changes === 1
+    if (o.kind === "park") return orchestration.park(o)
     const state = o.kind === "retry"
       ? finishRetry.get(o.runAt, o.now, error, ...fence, expiredBeforeOf(o))?.state
       : (o.kind === "failed" ? finishFailed.run(error, o.now, ...fence, expiredBeforeOf(o)) : finishCancelled.run(error, o.now, ...fence)).changes === 1
@@ -275,13 +279,22 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
       const rows = successes.map((o) => ({ id: o.id, w: o.workerId, a: o.attempt, t: o.now, r: o.result }))
       for (const r of finishSucceeded.all(JSON.stringify(rows))) applied.add(r.id)
     }
-    return outcomes.map((o) => (o.kind === "succeeded" ? applied.has(o.id) : applyOutcome(o as Exclude<Outcome, { kind: "succeeded" }>)))
+    const results = outcomes.map((o) => (o.kind === "succeeded" ? applied.has(o.id) : applyOutcome(o as Exclude<Outcome, { kind: "succeeded" }>)))
+    // Children whose outcome applied: their waiting parents may be due now (the rest of the batch pays nothing).
+    const children = outcomes.filter((o, i) => results[i] && (o.parentId ?? null) !== null && o.kind !== "park" && o.kind !== "released")
+    if (children.length > 0) orchestration.wakeParents(children.map((o) => o.id), children[0]!.now)
+    return results
   })
 
   const cancelOne = db.transaction((id: string, now: number): CancelResult | null => {
     const cancel = cancelOf(getOne.get(id)?.state)
     if (cancel.write === "cancel") cancelQueued.run(now, id)
     if (cancel.write === "request") cancelRunning.run(id)
+    // A cancel reaches the whole tree below (docs/patterns.md), and wakes a parent awaiting this one.
+    if (cancel.write !== null) {
+      orchestration.cancelTree(id, now)
+      if (cancel.write === "cancel") orchestration.wakeParents([id], now)
+    }
     return cancel.result
   })
 
@@ -360,7 +373,11 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
     ...makeSqliteWorkers(db, attempt),
     ...makeSqliteStats(db, attempt),
     ...makeSqliteQueues(db, attempt),
-    ...makeSqliteFlow(db, attempt, relaxed)
+    ...makeSqliteFlow(db, attempt, relaxed),
+    executionsInsertChild: (req) => attempt("insert child execution", () => db.transaction(() => orchestration.insertChild(req)).immediate()),
+    signalsSend: (req) => attempt("send signal", () => db.transaction(() => orchestration.signalSend(req)).immediate()),
+    signalsTake: (req) => attempt("take signal", () => db.transaction(() => orchestration.signalTake(req)).immediate()),
+    signalsList: (id) => attempt("list signals", () => orchestration.signals(id))
   })
 }
 

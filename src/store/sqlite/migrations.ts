@@ -201,5 +201,77 @@ CREATE TABLE roster_rate_starts (
 CREATE INDEX roster_rate_starts_queue ON roster_rate_starts (queue, expires_at);
 CREATE INDEX roster_rate_starts_expiry ON roster_rate_starts (expires_at);
 `
+  },
+  {
+    version: 8,
+    name: "orchestration: waiting, children, signals",
+    // SQLite cannot change a CHECK constraint: the table is rebuilt with the new state and
+    // columns (same data, same ids and rowids), and its indexes made again — the claim
+    // index now also holds waiting executions, due at the time their wait ends.
+    sql: `
+CREATE TABLE roster_executions_v8 (
+  id TEXT PRIMARY KEY,
+  job TEXT NOT NULL,
+  queue TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('queued','running','waiting','succeeded','failed','cancelled')),
+  payload TEXT NOT NULL,
+  priority INTEGER NOT NULL,
+  attempt INTEGER NOT NULL DEFAULT 0,
+  max_attempts INTEGER NOT NULL,
+  retry TEXT NOT NULL,
+  timeout_ms INTEGER NOT NULL,
+  run_at INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  started_at INTEGER,
+  finished_at INTEGER,
+  -- The worker of the latest attempt. The lease is live only while state = 'running';
+  -- the owner is kept afterwards so a succeeded attempt needs no row of its own.
+  lease_owner TEXT,
+  lease_expires_at INTEGER,
+  cancel_requested INTEGER NOT NULL DEFAULT 0,
+  idempotency_key TEXT,
+  schedule_id TEXT,
+  fire_at INTEGER,
+  retry_of TEXT,
+  result TEXT,
+  error TEXT,
+  trace_context TEXT,
+  concurrency_key TEXT,
+  rate_key TEXT,
+  dedupe_key TEXT,
+  -- A child enqueued by ctx.enqueue: its parent and the step name (unique per parent).
+  parent_id TEXT,
+  parent_step TEXT,
+  -- What a waiting execution waits for (JSON, see jobs/Wait.ts); kept after it resumes.
+  wait TEXT
+) STRICT;
+INSERT INTO roster_executions_v8 (rowid, id, job, queue, state, payload, priority, attempt, max_attempts, retry, timeout_ms,
+  run_at, created_at, started_at, finished_at, lease_owner, lease_expires_at, cancel_requested, idempotency_key, schedule_id,
+  fire_at, retry_of, result, error, trace_context, concurrency_key, rate_key, dedupe_key)
+SELECT rowid, id, job, queue, state, payload, priority, attempt, max_attempts, retry, timeout_ms,
+  run_at, created_at, started_at, finished_at, lease_owner, lease_expires_at, cancel_requested, idempotency_key, schedule_id,
+  fire_at, retry_of, result, error, trace_context, concurrency_key, rate_key, dedupe_key
+  FROM roster_executions;
+DROP TABLE roster_executions;
+ALTER TABLE roster_executions_v8 RENAME TO roster_executions;
+-- The claim index matches the claim order exactly: priority DESC, run_at, id.
+CREATE INDEX roster_executions_claim ON roster_executions (queue, priority DESC, run_at, id) WHERE state IN ('queued','waiting');
+CREATE UNIQUE INDEX roster_executions_idempotency ON roster_executions (job, idempotency_key) WHERE idempotency_key IS NOT NULL;
+CREATE INDEX roster_executions_expiry ON roster_executions (lease_expires_at) WHERE state = 'running';
+CREATE INDEX roster_executions_schedule_active ON roster_executions (schedule_id, id) WHERE schedule_id IS NOT NULL AND state IN ('queued','running','waiting');
+CREATE UNIQUE INDEX roster_executions_dedupe ON roster_executions (job, dedupe_key)
+  WHERE dedupe_key IS NOT NULL AND state IN ('queued','running','waiting');
+CREATE UNIQUE INDEX roster_executions_child ON roster_executions (parent_id, parent_step) WHERE parent_id IS NOT NULL;
+-- Signals sent to an execution, in order; a wait consumes the oldest unconsumed of its name.
+CREATE TABLE roster_signals (
+  execution_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  sent_at INTEGER NOT NULL,
+  consumed_at INTEGER,
+  PRIMARY KEY (execution_id, seq)
+) STRICT, WITHOUT ROWID;
+`
   }
 ]

@@ -350,7 +350,7 @@ export class Model {
 
   /** Executions by stored state. */
   counts(filter: { readonly queue?: string } = {}): Record<ExecutionState, number> {
-    const counts: Record<ExecutionState, number> = { queued: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 }
+    const counts: Record<ExecutionState, number> = { queued: 0, running: 0, waiting: 0, succeeded: 0, failed: 0, cancelled: 0 }
     for (const e of this.executions.values()) if (filter.queue === undefined || e.queue === filter.queue) counts[e.state]++
     return counts
   }
