@@ -96,7 +96,8 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
     const req = { queue: options.queue.name, jobs: options.jobs, workerId: options.workerId, limit: permits, now, leaseMs: options.leaseMs }
     if (limits === null) return store.executionsClaim(req)
     return Effect.gen(function*() {
-      const claimed = yield* store.executionsClaimLimited({ ...req, limits })
+      // What this worker has finished but not yet stored runs no more: it holds no slot.
+      const claimed = yield* store.executionsClaimLimited({ ...req, limits, ending: options.pool.recording() })
       if (claimed.retryAt !== null && claimed.executions.length < permits) {
         const spread = spreadMs(limits)
         const at = claimed.retryAt + (spread > 0 ? Math.floor((yield* Random.next) * spread) : 0)

@@ -63,6 +63,8 @@ export interface WorkerPool {
   readonly running: () => ReadonlyArray<string>
   /** Ids of every execution in flight: running, or with its outcome on its way to the store. */
   readonly inFlight: () => ReadonlyArray<string>
+  /** Ids of the executions whose handler has ended and whose outcome is on its way to the store. */
+  readonly recording: () => ReadonlyArray<string>
   /** How many executions are running (handler not ended) and how many are recording (outcome not yet stored). */
   readonly counts: () => { readonly running: number; readonly recording: number }
   readonly size: Effect.Effect<number>
@@ -257,6 +259,11 @@ export const make = Effect.fnUntraced(function*(options: {
       }),
     running: () => [...slots.entries()].filter(([, s]) => !s.recording).map(([id]) => id),
     inFlight: () => [...slots.keys()],
+    recording: () => {
+      const ids: Array<string> = []
+      for (const [id, slot] of slots) if (slot.recording) ids.push(id)
+      return ids
+    },
     counts: () => {
       let recording = 0
       for (const slot of slots.values()) if (slot.recording) recording++

@@ -126,7 +126,7 @@ export const whyNotStarted = (
   now: number,
   workers: ReadonlyArray<LiveWorker>
 ): string | null => {
-  if (execution.state !== "queued" || execution.runAt > now) return null
+  if ((execution.state !== "queued" && execution.state !== "waiting") || execution.runAt > now) return null
   const state = flowStateOf(limits, flow.running, flow.starts, now)
   const job = limits.jobs[execution.job]
   const keyAtLimit = execution.concurrencyKey !== null && state.blockedConcurrency.includes(pairOf(execution.job, execution.concurrencyKey))

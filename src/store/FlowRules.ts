@@ -19,6 +19,7 @@
  * the counts it reads cannot change before it writes: no check-then-claim race.
  */
 import type { RateLimit } from "../jobs/FlowLimits.ts"
+import type { Execution } from "./Execution.ts"
 
 /** The limits a claim of one queue applies, from the claiming worker's config. */
 export interface ClaimLimits {
@@ -278,4 +279,34 @@ export const claimLimitsOf = (
     }
   }
   return { globalConcurrency: queue.globalConcurrency ?? null, rateLimit: queue.rateLimit ?? null, jobs: byJob }
+}
+
+/** What one round of a limited claim took; `again`: its scan was the limit, so another round may find more. */
+export interface Round {
+  readonly executions: ReadonlyArray<Execution>
+  readonly retryAt: number | null
+  readonly again: boolean
+}
+
+/**
+ * Whether a round whose scan came back full but short of the room should scan again:
+ * rows of a key that reached its limit inside this claim filled the scan, and the next
+ * round excludes that key in SQL, so a key with a long backlog never starves others.
+ */
+export const scanAgain = (taken: number, room: number, scanned: number, scanSize: number): boolean => taken < room && scanned >= scanSize
+
+/** The most rounds one limited claim runs (each re-reads the counts it just changed). */
+export const maxClaimRounds = 4
+
+/** Runs rounds (inside the claim's transaction) until the claim is full, a round needs no other, or the bound. */
+export const claimRounds = (want: number, round: (want: number) => Round): Omit<Round, "again"> => {
+  const executions: Array<Execution> = []
+  let retryAt: number | null = null
+  for (let i = 0; i < maxClaimRounds && executions.length < want; i++) {
+    const r = round(want - executions.length)
+    executions.push(...r.executions)
+    retryAt = r.retryAt
+    if (!r.again) break
+  }
+  return { executions, retryAt }
 }

@@ -94,6 +94,11 @@ export interface ClaimRequest {
 /** A claim of a queue under flow limits (see FlowRules.ts). */
 export interface LimitedClaimRequest extends ClaimRequest {
   readonly limits: ClaimLimits
+  /**
+   * The claimer's own executions whose handler has ended, with the outcome not yet
+   * stored: they run no more, so they do not count against a concurrency limit.
+   */
+  readonly ending?: ReadonlyArray<string> | undefined
 }
 
 /** What a limited claim took, and when a rate limit that held work back allows a start again. */

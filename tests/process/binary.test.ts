@@ -204,8 +204,8 @@ describe("roster build of a project made by roster init", () => {
     expect(built.stdout).toContain("1 app(s) (shop)")
     const r = await spawnRoster(["check", "--json"], { cwd: dirname(out), command: [out], onlyEnv: true, env: { PATH: barePath } }).wait()
     expect(r.code, tail(r.stderr)).toBe(0)
-    const report = parseJsonOutput<{ queues: Array<{ name: string; concurrency: number }>; jobs: Array<{ id: string }>; schedules: Array<{ id: string }> }>(r)
-    expect(report.queues).toEqual([{ name: "default", concurrency: 3 }, { name: "mail", concurrency: 2 }])
+    const report = parseJsonOutput<{ queues: Array<{ name: string; concurrency: number; globalConcurrency: number | null; rateLimit: unknown }>; jobs: Array<{ id: string }>; schedules: Array<{ id: string }> }>(r)
+    expect(report.queues).toEqual([{ name: "default", concurrency: 3, globalConcurrency: null, rateLimit: null }, { name: "mail", concurrency: 2, globalConcurrency: null, rateLimit: null }])
     expect(report.jobs.map((j) => j.id)).toContain("shop/greet")
     expect(report.schedules.map((s) => s.id)).toContain("shop/hourly-greeting")
     // The app's services.ts travels inside the binary too: its Greeter makes the greeting.

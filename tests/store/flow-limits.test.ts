@@ -38,7 +38,7 @@ for (const driver of drivers) {
       await f.dispose()
     })
 
-    const claimIds = async (req: ReturnType<typeof claim>, fixture = f) =>
+    const claimIds = async (req: ReturnType<typeof claim> & { readonly ending?: ReadonlyArray<string> }, fixture = f) =>
       (await withStore(fixture, (s) => s.executionsClaimLimited(req))).executions.map((e) => e.id)
 
     test("global concurrency counts running executions of every worker and frees a slot with an outcome", async () => {
@@ -79,6 +79,26 @@ for (const driver of drivers) {
       // 59 queued rows of "hot" are ahead in claim order; the claim skips them.
       expect(await claimIds(claim(limits, { limit: 1 }))).toEqual([cold.id])
       expect(await claimIds(claim(limits, { limit: 5 }))).toEqual([unkeyed.id])
+    })
+
+    test("a claim scans again when one key's rows filled its scan, so a key behind them is taken in the same claim", async () => {
+      const hot = Array.from({ length: 30 }, () => row({ rateKey: "a" }))
+      const cold = row({ rateKey: "b" })
+      await withStore(f, (s) => s.executionsInsert([...hot, cold]))
+      const limits = { jobs: { "app/job": { concurrency: null, rateLimit: { limit: 1, periodMs: 60_000, perKey: true } } } }
+      expect(await claimIds(claim(limits, { limit: 2 }))).toEqual([hot[0]!.id, cold.id])
+    })
+
+    test("the claimer's own executions whose handler ended (outcome not yet stored) hold no slot", async () => {
+      const rows = Array.from({ length: 4 }, () => keyed("a"))
+      await withStore(f, (s) => s.executionsInsert(rows))
+      const limits = { globalConcurrency: 1, jobs: { "app/job": { concurrency: 1, rateLimit: null } } }
+      const [first] = await claimIds(claim(limits))
+      expect(await claimIds(claim(limits))).toEqual([])
+      // w1's handler of `first` has ended; its outcome is on its way: the slot (global and key) is free.
+      expect(await claimIds({ ...claim(limits), ending: [first!] })).toEqual([rows[1]!.id])
+      // Only the claimer's own ids count as ending: another worker naming them frees nothing.
+      expect(await claimIds({ ...claim(limits, { workerId: "w2" }), ending: [first!, rows[1]!.id] })).toEqual([])
     })
 
     test("per-key limit 2 lets two of a key run at once", async () => {

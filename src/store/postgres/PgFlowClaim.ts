@@ -13,26 +13,43 @@
 import type { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
 import { byClaimOrder, type ExecutionRow, toExecution } from "../ExecutionRow.ts"
-import { type Candidate, flowStateOf, roomOf, scanSizeOf, selectClaims, startsPruneBeforeOf, type StartRow } from "../FlowRules.ts"
+import { type Candidate, flowStateOf, maxClaimRounds, type Round, roomOf, scanAgain, scanSizeOf, selectClaims, startsPruneBeforeOf, type StartRow } from "../FlowRules.ts"
+import type { Execution } from "../Execution.ts"
 import type { ClaimLimits } from "../FlowRules.ts"
 import type { DueGroup, LimitedClaim, LimitedClaimRequest, QueueFlow, QueueHeldBack } from "../Store.ts"
 import { int8Array, type Int8, num, textArray } from "./PgValues.ts"
 
-/** Reads a queue's flow snapshot on `sql` (the caller's transaction, if one is open). */
-export const readQueueFlow = (sql: PgClient.PgClient, queue: string, now: number) =>
-  Effect.gen(function*() {
-    const [paused] = yield* sql`SELECT 1 AS one FROM roster_queues WHERE name = ${queue} AND paused`
-    const running = yield* sql<{ job: string; key: string | null; count: number }>`
-      SELECT job, concurrency_key AS key, COUNT(*)::int AS count FROM roster_executions
-       WHERE state = 'running' AND lease_expires_at >= ${now} AND queue = ${queue} GROUP BY job, concurrency_key`
-    const starts = yield* sql<{ scope: string; expires_at: Int8; n: number }>`
-      SELECT scope, expires_at, n FROM roster_rate_starts WHERE queue = ${queue} AND expires_at > ${now}`
-    return {
-      paused: paused !== undefined,
-      running,
-      starts: starts.map((s): StartRow => ({ scope: s.scope, expiresAt: num(s.expires_at), n: s.n }))
-    } satisfies QueueFlow
-  })
+/**
+ * Reads a queue's flow snapshot on `sql` (the caller's transaction, if one is open) in
+ * one statement: the pause, live running counts per (job, key) — less the claimer's own
+ * executions whose handler has ended (`ending`) — and live rate-limit starts. With
+ * `pruneBefore` (a claim), the same statement deletes start rows that expired before it
+ * (they are not among the live ones it reads).
+ */
+export const readQueueFlow = (
+  sql: PgClient.PgClient,
+  queue: string,
+  now: number,
+  ending: { readonly ids: ReadonlyArray<string>; readonly workerId: string } = { ids: [], workerId: "" },
+  pruneBefore?: number
+) =>
+  Effect.map(
+    sql<{ paused: boolean; running: string; starts: string }>`
+      ${pruneBefore === undefined ? sql`` : sql`WITH pruned AS (DELETE FROM roster_rate_starts WHERE queue = ${queue} AND expires_at <= ${pruneBefore} RETURNING 1)`}
+      SELECT EXISTS (SELECT 1 FROM roster_queues WHERE name = ${queue} AND paused) AS paused,
+             COALESCE((SELECT json_agg(json_build_object('job', job, 'key', key, 'count', count))::text FROM (
+               SELECT job, concurrency_key AS key, COUNT(*)::int AS count FROM roster_executions
+                WHERE state = 'running' AND lease_expires_at >= ${now} AND queue = ${queue} AND NOT (lease_owner = ${ending.workerId} AND id = ANY(${textArray(ending.ids)}::text[]))
+                GROUP BY job, concurrency_key) r), '[]') AS running,
+             COALESCE((SELECT json_agg(json_build_object('scope', scope, 'expiresAt', expires_at, 'n', n))::text
+                         FROM roster_rate_starts WHERE queue = ${queue} AND expires_at > ${now}), '[]') AS starts`,
+    ([row]) => ({
+      paused: row!.paused === true,
+      running: JSON.parse(row!.running) as QueueFlow["running"],
+      starts: (JSON.parse(row!.starts) as ReadonlyArray<{ scope: string; expiresAt: number | string; n: number }>)
+        .map((s): StartRow => ({ scope: s.scope, expiresAt: Number(s.expiresAt), n: s.n }))
+    }) satisfies QueueFlow
+  )
 
 /**
  * A queue's flow snapshot and its due queued executions grouped by Job and by whether
@@ -57,44 +74,62 @@ export const readHeldBack = (sql: PgClient.PgClient, queue: string, now: number,
     return { flow, due } satisfies QueueHeldBack
   }))
 
-/**
- * The limited claim on `sql` (the relaxed client: a lost claim or start only means the
- * work runs again or the window counts fewer). The caller settles claims in doubt first
- * and marks this one, as for the plain claim.
- */
-export const claimLimited = (sql: PgClient.PgClient, req: LimitedClaimRequest) =>
-  sql.withTransaction(Effect.gen(function*() {
-    yield* sql`SELECT pg_advisory_xact_lock(hashtextextended(${`roster:claim:${req.queue}`} || ':' || current_schema(), 0))`
-    const flow = yield* readQueueFlow(sql, req.queue, req.now)
-    if (flow.paused) return { executions: [], retryAt: null } satisfies LimitedClaim
+/** One round of the limited claim (FlowRules.Round): read, scan, choose, then claim and record the starts in one statement. */
+const round = (sql: PgClient.PgClient, req: LimitedClaimRequest, want: number, pruneBefore: number | undefined) =>
+  Effect.gen(function*() {
+    const flow = yield* readQueueFlow(sql, req.queue, req.now, { ids: req.ending ?? [], workerId: req.workerId }, pruneBefore)
+    if (flow.paused) return { executions: [], retryAt: null, again: false } satisfies Round
     const state = flowStateOf(req.limits, flow.running, flow.starts, req.now)
-    const room = roomOf(state, req.limit)
+    const room = roomOf(state, want)
     const jobs = req.jobs.filter((j) => !state.blockedJobs.includes(j))
-    if (room === 0 || jobs.length === 0) return { executions: [], retryAt: state.rateFreesAt } satisfies LimitedClaim
+    if (room === 0 || jobs.length === 0) return { executions: [], retryAt: state.rateFreesAt, again: false } satisfies Round
+    const scanSize = scanSizeOf(room)
     const scanned = yield* sql<{ id: string; job: string; concurrency_key: string | null; rate_key: string | null }>`
       SELECT id, job, concurrency_key, rate_key FROM roster_executions
        WHERE state IN ('queued','waiting') AND queue = ${req.queue} AND run_at <= ${req.now} AND job = ANY(${textArray(jobs)}::text[])
          AND (concurrency_key IS NULL OR NOT ((job || chr(31) || concurrency_key) = ANY(${textArray(state.blockedConcurrency)}::text[])))
          AND (rate_key IS NULL OR NOT ((job || chr(31) || rate_key) = ANY(${textArray(state.blockedRate)}::text[])))
        ORDER BY priority DESC, run_at, id
-       LIMIT ${scanSizeOf(room)}
+       LIMIT ${scanSize}
        FOR UPDATE SKIP LOCKED`
     const candidates = scanned.map((r): Candidate => ({ id: r.id, job: r.job, concurrencyKey: r.concurrency_key, rateKey: r.rate_key }))
-    const chosen = selectClaims(req.limits, state, flow.starts, candidates, req.limit, req.now)
-    yield* sql`DELETE FROM roster_rate_starts WHERE queue = ${req.queue} AND expires_at <= ${startsPruneBeforeOf(req.limits, req.now)}`
-    if (chosen.ids.length === 0) return { executions: [], retryAt: chosen.retryAt } satisfies LimitedClaim
+    const chosen = selectClaims(req.limits, state, flow.starts, candidates, want, req.now)
+    const again = scanAgain(chosen.ids.length, room, scanned.length, scanSize)
+    if (chosen.ids.length === 0) return { executions: [], retryAt: chosen.retryAt, again } satisfies Round
     const rows = yield* sql<ExecutionRow>`
-      UPDATE roster_executions
-         SET state = 'running', attempt = attempt + 1, lease_owner = ${req.workerId},
-             lease_expires_at = ${req.now + req.leaseMs}, started_at = ${req.now}
-       WHERE id = ANY(${textArray(chosen.ids)}::text[]) AND state IN ('queued','waiting')
-      RETURNING *`
-    if (chosen.starts.length > 0) {
-      yield* sql`
+      WITH claimed AS (
+        UPDATE roster_executions
+           SET state = 'running', attempt = attempt + 1, lease_owner = ${req.workerId},
+               lease_expires_at = ${req.now + req.leaseMs}, started_at = ${req.now}
+         WHERE id = ANY(${textArray(chosen.ids)}::text[]) AND state IN ('queued','waiting')
+        RETURNING *
+      ), started AS (
         INSERT INTO roster_rate_starts (queue, scope, expires_at, n)
         SELECT ${req.queue}, scope, expires_at, n
           FROM unnest(${textArray(chosen.starts.map((s) => s.scope))}::text[], ${int8Array(chosen.starts.map((s) => s.expiresAt))}::int8[],
-                      ${int8Array(chosen.starts.map((s) => s.n))}::int8[]) AS u(scope, expires_at, n)`
+                      ${int8Array(chosen.starts.map((s) => s.n))}::int8[]) AS u(scope, expires_at, n)
+        RETURNING 1
+      )
+      SELECT * FROM claimed`
+    return { executions: rows.map(toExecution), retryAt: chosen.retryAt, again } satisfies Round
+  })
+
+/**
+ * The limited claim on `sql` (the relaxed client: a lost claim or start only means the
+ * work runs again or the window counts fewer): rounds as FlowRules.claimRounds, under
+ * the queue's advisory lock. The caller settles claims in doubt first and marks this
+ * one, as for the plain claim.
+ */
+export const claimLimited = (sql: PgClient.PgClient, req: LimitedClaimRequest) =>
+  sql.withTransaction(Effect.gen(function*() {
+    yield* sql`SELECT pg_advisory_xact_lock(hashtextextended(${`roster:claim:${req.queue}`} || ':' || current_schema(), 0))`
+    const executions: Array<Execution> = []
+    let retryAt: number | null = null
+    for (let i = 0; i < maxClaimRounds && executions.length < req.limit; i++) {
+      const r = yield* round(sql, req, req.limit - executions.length, i === 0 ? startsPruneBeforeOf(req.limits, req.now) : undefined)
+      executions.push(...r.executions)
+      retryAt = r.retryAt
+      if (!r.again) break
     }
-    return { executions: rows.map(toExecution).sort(byClaimOrder), retryAt: chosen.retryAt } satisfies LimitedClaim
+    return { executions: executions.sort(byClaimOrder), retryAt } satisfies LimitedClaim
   }))

@@ -8,7 +8,7 @@
  */
 import type { Database } from "bun:sqlite"
 import { byClaimOrder, type ExecutionRow, toExecution } from "../ExecutionRow.ts"
-import { type Candidate, flowStateOf, roomOf, type RunningCount, scanSizeOf, selectClaims, startsPruneBeforeOf, type StartRow } from "../FlowRules.ts"
+import { type Candidate, claimRounds, flowStateOf, type Round, roomOf, type RunningCount, scanAgain, scanSizeOf, selectClaims, startsPruneBeforeOf, type StartRow } from "../FlowRules.ts"
 import type { DueGroup, LimitedClaim, LimitedClaimRequest, QueueFlow, Store } from "../Store.ts"
 import type { Attempt } from "./SqliteStats.ts"
 
@@ -20,9 +20,12 @@ export const makeSqliteFlow = (
 ): Pick<Store["Service"], "executionsClaimLimited" | "queuesFlow" | "queuesHeldBack"> => {
   const paused = db.query<{ one: number }, [string]>("SELECT 1 AS one FROM roster_queues WHERE name = ? AND paused")
   // Running executions are few (bounded by every worker's concurrency): the expiry index holds exactly them.
-  const running = db.query<{ job: string; key: string | null; count: number }, [number, string]>(
+  // The claimer's own executions whose handler has ended (outcome on its way) are not running: ?3.
+  const running = db.query<{ job: string; key: string | null; count: number }, [number, string, string, string]>(
     `SELECT job, concurrency_key AS key, COUNT(*) AS count FROM roster_executions INDEXED BY roster_executions_expiry
-      WHERE state = 'running' AND lease_expires_at >= ?1 AND queue = ?2 GROUP BY job, concurrency_key`
+      WHERE state = 'running' AND lease_expires_at >= ?1 AND queue = ?2
+        AND NOT (lease_owner = ?4 AND id IN (SELECT value FROM json_each(?3)))
+      GROUP BY job, concurrency_key`
   )
   const starts = db.query<{ scope: string; expires_at: number; n: number }, [string, number]>(
     "SELECT scope, expires_at, n FROM roster_rate_starts WHERE queue = ? AND expires_at > ?"
@@ -56,28 +59,34 @@ export const makeSqliteFlow = (
       ORDER BY job, key_at_limit, rate_key_at_limit`
   )
 
-  const snapshot = (queue: string, now: number): QueueFlow => ({
+  const snapshot = (queue: string, now: number, ending: ReadonlyArray<string> = [], workerId = ""): QueueFlow => ({
     paused: paused.get(queue) !== null,
-    running: running.all(now, queue) satisfies ReadonlyArray<RunningCount>,
+    running: running.all(now, queue, JSON.stringify(ending), workerId) satisfies ReadonlyArray<RunningCount>,
     starts: starts.all(queue, now).map((s): StartRow => ({ scope: s.scope, expiresAt: s.expires_at, n: s.n }))
   })
 
-  const claim = db.transaction((req: LimitedClaimRequest): LimitedClaim => {
-    const flow = snapshot(req.queue, req.now)
-    if (flow.paused) return { executions: [], retryAt: null }
+  /** One round: read the counts, scan, choose, claim, record the starts (FlowRules.claimRound). */
+  const round = (req: LimitedClaimRequest, want: number): Round => {
+    const flow = snapshot(req.queue, req.now, req.ending, req.workerId)
+    if (flow.paused) return { executions: [], retryAt: null, again: false }
     const state = flowStateOf(req.limits, flow.running, flow.starts, req.now)
-    const room = roomOf(state, req.limit)
+    const room = roomOf(state, want)
     const jobs = req.jobs.filter((j) => !state.blockedJobs.includes(j))
-    if (room === 0 || jobs.length === 0) return { executions: [], retryAt: state.rateFreesAt }
+    if (room === 0 || jobs.length === 0) return { executions: [], retryAt: state.rateFreesAt, again: false }
+    const scanSize = scanSizeOf(room)
     const scanned = candidates.all(
-      req.queue, req.now, JSON.stringify(jobs), JSON.stringify(state.blockedConcurrency), JSON.stringify(state.blockedRate), scanSizeOf(room)
+      req.queue, req.now, JSON.stringify(jobs), JSON.stringify(state.blockedConcurrency), JSON.stringify(state.blockedRate), scanSize
     ).map((r): Candidate => ({ id: r.id, job: r.job, concurrencyKey: r.concurrency_key, rateKey: r.rate_key }))
-    const chosen = selectClaims(req.limits, state, flow.starts, scanned, req.limit, req.now)
-    pruneStarts.run(req.queue, startsPruneBeforeOf(req.limits, req.now))
-    if (chosen.ids.length === 0) return { executions: [], retryAt: chosen.retryAt }
-    const rows = claimIds.all(req.workerId, req.now + req.leaseMs, req.now, JSON.stringify(chosen.ids))
+    const chosen = selectClaims(req.limits, state, flow.starts, scanned, want, req.now)
+    const rows = chosen.ids.length === 0 ? [] : claimIds.all(req.workerId, req.now + req.leaseMs, req.now, JSON.stringify(chosen.ids))
     for (const s of chosen.starts) addStart.run(req.queue, s.scope, s.expiresAt, s.n)
-    return { executions: rows.map(toExecution).sort(byClaimOrder), retryAt: chosen.retryAt }
+    return { executions: rows.map(toExecution), retryAt: chosen.retryAt, again: scanAgain(chosen.ids.length, room, scanned.length, scanSize) }
+  }
+
+  const claim = db.transaction((req: LimitedClaimRequest): LimitedClaim => {
+    const claimed = claimRounds(req.limit, (want) => round(req, want))
+    pruneStarts.run(req.queue, startsPruneBeforeOf(req.limits, req.now))
+    return { executions: [...claimed.executions].sort(byClaimOrder), retryAt: claimed.retryAt }
   })
 
   return {
