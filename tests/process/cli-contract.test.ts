@@ -101,16 +101,34 @@ describe("executions output", () => {
     expect(Array.isArray(shown.logs)).toBe(true)
 
     const counts = parseJsonOutput(await s.run(["executions", "count", "--json"]))
-    expect(counts).toEqual({ queued: 1, running: 0, succeeded: 1, failed: 1, cancelled: 0 })
+    expect(counts).toEqual({ queued: 1, running: 0, waiting: 0, succeeded: 1, failed: 1, cancelled: 0 })
   }, 60_000)
 
-  test("executions count --json has all five states on an empty database", async () => {
+  test("show --json carries parent, wait, children and signals; signal --json prints { id, name, ok, result }", async () => {
+    const s = scratch()
+    const later = parseJsonOutput(await s.run(["enqueue", "demo/noop", "--payload", '{"n":1}', "--delay-ms", "3600000", "--json"]))
+    const sent = await s.run(["executions", "signal", later.id, "go", "--payload", '{"x":1}', "--json"])
+    expect(sent.code, sent.stderr).toBe(0)
+    expect(parseJsonOutput(sent)).toEqual({ id: later.id, name: "go", ok: true, result: "Kept" })
+    const shown = parseJsonOutput<Record<string, any>>(await s.run(["executions", "show", later.id, "--json"]))
+    for (const field of [...listFields, "payload", "result", "attempts", "logs"]) expect(shown).toHaveProperty(field)
+    expect(shown).toMatchObject({ parentId: null, parentStep: null, wait: null, children: [] })
+    expect(shown.childCounts).toEqual({ queued: 0, running: 0, waiting: 0, succeeded: 0, failed: 0, cancelled: 0 })
+    expect(shown.signals).toEqual([{ seq: expect.any(Number), name: "go", payload: { x: 1 }, sentAt: expect.stringMatching(isoTime), consumedAt: null, taken: false }])
+    // A refusal with --json: the document on stdout, one line on stderr, exit 1.
+    const unknown = await s.run(["executions", "signal", "01900000-0000-7000-8000-000000000000", "go", "--json"])
+    expect(unknown.code).toBe(1)
+    expect(parseJsonOutput(unknown)).toEqual({ id: "01900000-0000-7000-8000-000000000000", name: "go", ok: false, error: "no execution 01900000-0000-7000-8000-000000000000" })
+    expect(unknown.stderr.trimEnd().split("\n")).toEqual(["roster: no execution 01900000-0000-7000-8000-000000000000"])
+  }, 60_000)
+
+  test("executions count --json has all six states on an empty database", async () => {
     const s = scratch()
     // An empty database, not a missing one (that is refused: tests/process/missing-database.test.ts).
     expect((await s.run(["migrate"])).code).toBe(0)
     const r = await s.run(["executions", "count", "--json"])
     expect(r.code).toBe(0)
-    expect(parseJsonOutput(r)).toEqual({ queued: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 })
+    expect(parseJsonOutput(r)).toEqual({ queued: 0, running: 0, waiting: 0, succeeded: 0, failed: 0, cancelled: 0 })
     const list = await s.run(["executions", "list", "--json"])
     expect(parseJsonOutput(list)).toEqual([])
   }, 60_000)
@@ -146,6 +164,8 @@ describe("exit codes", () => {
       ["executions", "no-such-command"],
       ["executions", "count", "--no-such-flag"],
       ["executions", "list", "--state", "sleeping"],
+      ["executions", "signal", "01900000-0000-7000-8000-000000000000", "go", "--payload", "not json"],
+      ["executions", "signal", "01900000-0000-7000-8000-000000000000"],
       ["worker", "--concurrency", "many"]
     ]) {
       const r = await s.run(args)

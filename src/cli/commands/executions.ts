@@ -1,7 +1,8 @@
 /**
- * `roster executions list|show|logs|count|cancel|retry|wait`: read executions without
- * SQL, act on them, and wait for one to end (woken by commits, see Client.waitFor).
- * `show` says why a queued, due execution has not started (FlowExplain.ts).
+ * `roster executions list|show|logs|count|cancel|retry|wait|signal`: read executions
+ * without SQL, act on them, wait for one to end (woken by commits, see Client.waitFor)
+ * and send one a signal (Client.signal). `show` says why a queued, due execution has not
+ * started (FlowExplain.ts), and shows its parent, children, current wait and signals.
  */
 import { Clock, Duration, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
@@ -13,6 +14,7 @@ import { fromConfig } from "../../jobs/QueueConfig.ts"
 import { limitsOfQueue, whyNotStarted } from "../../store/FlowExplain.ts"
 import { parseStored } from "../../jobs/JsonText.ts"
 import { isoTime, maxTime, minTime } from "../../jobs/TimeRange.ts"
+import { type Signal, waitText, type Wait } from "../../jobs/Wait.ts"
 import { CliFailure, describeCause, executionSummary, printJson, printLine, table } from "../Output.ts"
 
 const logJson = (l: LogLine) => ({
@@ -31,6 +33,7 @@ const filterFlags = {
   job: Flag.String("job").pipe(Flag.withDescription("only this Job id"), Flag.optional),
   queue: Flag.String("queue").pipe(Flag.withDescription("only this queue"), Flag.optional),
   state: Flag.Literals("state", states).pipe(Flag.withDescription("only this state"), Flag.optional),
+  parent: Flag.String("parent").pipe(Flag.withDescription("only the children of this execution (made by its ctx.enqueue)"), Flag.optional),
   since: Flag.String("since").pipe(Flag.withDescription("only created since: an ISO time or a duration like 15m, 2h, 7d"), Flag.optional)
 }
 
@@ -48,13 +51,20 @@ const parseSince = (raw: string) =>
     return inRange(t)
   })
 
-const toFilter = (flags: { job: Option.Option<string>; queue: Option.Option<string>; state: Option.Option<ExecutionState>; since: Option.Option<string> }) =>
+const toFilter = (flags: {
+  job: Option.Option<string>
+  queue: Option.Option<string>
+  state: Option.Option<ExecutionState>
+  since: Option.Option<string>
+  parent: Option.Option<string>
+}) =>
   Effect.gen(function*() {
     return {
       job: Option.getOrUndefined(flags.job),
       queue: Option.getOrUndefined(flags.queue),
       state: Option.getOrUndefined(flags.state),
-      since: Option.isSome(flags.since) ? yield* parseSince(flags.since.value) : undefined
+      since: Option.isSome(flags.since) ? yield* parseSince(flags.since.value) : undefined,
+      parentId: Option.getOrUndefined(flags.parent)
     }
   })
 
@@ -92,16 +102,52 @@ const limitsFor = (queue: string) =>
 const waitingForOf = (e: Execution) =>
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
-    if (e.state !== "queued" || e.runAt > now) return null
+    if ((e.state !== "queued" && e.state !== "waiting") || e.runAt > now) return null
     const store = yield* Store
     const limits = yield* limitsFor(e.queue)
     const [flow, workers] = yield* Effect.all([store.queuesFlow({ queue: e.queue, now }), store.workersList({ now })])
     return whyNotStarted(e, limits, flow, now, workers)
   })
 
+/** The most children `show` lists (newest first); `childCounts` counts them all. */
+const maxListedChildren = 20
+
+/** A wait as JSON: its stored fields with times as ISO text, its one line, and when it is due by the clock (null: when woken). */
+const waitJson = (wait: Wait, runAt: number) => {
+  const until = wait.kind === "children" ? {} : { until: wait.until === null ? null : isoTime(wait.until) }
+  return { ...wait, ...until, text: waitText(wait), dueAt: runAt >= maxTime ? null : isoTime(runAt) }
+}
+
+/** When a waiting execution is due, where its wait's line does not say it already: woken (due earlier than the wait's end). */
+const dueText = (wait: Wait, runAt: number) => {
+  const until = wait.kind === "children" ? null : wait.until
+  if (runAt >= maxTime || runAt === until) return ""
+  return `; woken, due at ${isoTime(runAt)}`
+}
+
+const signalJson = (s: Signal) => ({
+  seq: s.seq,
+  name: s.name,
+  payload: parseStored(s.payload),
+  sentAt: isoTime(s.sentAt),
+  consumedAt: s.consumedAt === null ? null : isoTime(s.consumedAt),
+  taken: s.consumedAt !== null
+})
+
+/** An execution's children (the newest {@link maxListedChildren}) and counts by state of all of them. */
+const childrenOf = (id: string) =>
+  Effect.gen(function*() {
+    const store = yield* Store
+    const [rows, counts] = yield* Effect.all([store.executionsList({ parentId: id, limit: maxListedChildren }), store.executionsCount({ parentId: id })])
+    const total = Object.values(counts).reduce((n, c) => n + c, 0)
+    return { listed: rows.map((c) => ({ id: c.id, job: c.job, state: c.state, parentStep: c.parentStep })), counts, total }
+  })
+
 /**
  * The `show --json` document of an execution: its summary with payload, result, attempts,
- * steps and logs, its flow keys, and `waitingFor`: why it has not started when queued and due.
+ * steps and logs, its flow keys, `waitingFor` (why it has not started when queued and
+ * due), its parent, its current wait (null unless waiting), its children (the newest 20,
+ * with counts by state of all) and the signals sent to it.
  */
 const detailOf = (e: Execution) =>
   Effect.gen(function*() {
@@ -110,11 +156,19 @@ const detailOf = (e: Execution) =>
     const steps = yield* store.stepsList(e.id)
     const logs = yield* store.logsList(e.id)
     const waitingFor = yield* waitingForOf(e)
+    const children = yield* childrenOf(e.id)
+    const signals = yield* store.signalsList(e.id)
     const detail = {
       ...executionSummary(e),
       concurrencyKey: e.concurrencyKey,
       rateKey: e.rateKey,
       waitingFor,
+      parentId: e.parentId,
+      parentStep: e.parentStep,
+      wait: e.state === "waiting" && e.wait !== null ? waitJson(e.wait, e.runAt) : null,
+      children: children.listed.map(({ id, job, state }) => ({ id, job, state })),
+      childCounts: children.counts,
+      signals: signals.map(signalJson),
       payload: e.payload,
       result: e.result,
       attempts: attempts.map((a) => ({ ...a, startedAt: isoTime(a.startedAt), finishedAt: isoTime(a.finishedAt) })),
@@ -122,8 +176,13 @@ const detailOf = (e: Execution) =>
       logs: logs.lines.map(logJson),
       droppedLogLines: logs.drops.map((d) => ({ attempt: d.attempt, dropped: d.dropped }))
     }
-    return { detail, logs }
+    return { detail, logs, children, signals }
   })
+
+/** The most signals `show` prints (--json has them all). */
+const maxListedSignals = 20
+
+const clipText = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text)
 
 const show = Command.make(
   "show",
@@ -133,21 +192,33 @@ const show = Command.make(
       const store = yield* Store
       const e = yield* store.executionsGet(flags.id)
       if (!e) return yield* Effect.fail(new CliFailure(`no execution ${flags.id}`))
-      const { detail, logs } = yield* detailOf(e)
+      const { detail, logs, children, signals } = yield* detailOf(e)
       if (flags.json) return yield* printJson(detail)
       yield* printLine(`${e.id}  ${e.job}  ${e.state}  attempt ${e.attempt}/${e.maxAttempts}  queue ${e.queue}`)
+      if (e.parentId !== null) yield* printLine(`parent: ${e.parentId} (step ${JSON.stringify(e.parentStep)})`)
       if (e.concurrencyKey !== null) yield* printLine(`concurrency key: ${JSON.stringify(e.concurrencyKey)}`)
       if (e.rateKey !== null) yield* printLine(`rate key: ${JSON.stringify(e.rateKey)}`)
       if (detail.waitingFor !== null) yield* printLine(`not started: ${detail.waitingFor}`)
+      if (detail.wait !== null && e.wait !== null) yield* printLine(`waiting for: ${detail.wait.text}${dueText(e.wait, e.runAt)}`)
       yield* printLine(`payload: ${JSON.stringify(e.payload)}`)
       if (e.result !== null) yield* printLine(`result:  ${JSON.stringify(e.result)}`)
       if (e.error) yield* printLine(`error:   ${e.error.tag}: ${e.error.message}`)
       for (const a of detail.attempts) yield* printLine(`  attempt ${a.attempt} ${a.outcome} on ${a.worker} ${a.startedAt} → ${a.finishedAt}${a.error ? `: ${a.error.message}` : ""}`)
       for (const s of detail.steps) yield* printLine(`  step ${s.name} (attempt ${s.attempt}): ${JSON.stringify(s.output)}`)
+      if (children.total > 0) {
+        const byState = states.filter((s) => children.counts[s] > 0).map((s) => `${children.counts[s]} ${s}`).join(", ")
+        yield* printLine(`children: ${children.total} (${byState})${children.total > children.listed.length ? `, newest ${children.listed.length} listed` : ""}`)
+        for (const c of children.listed) yield* printLine(`  child ${c.id}  ${c.job}  ${c.state}${c.parentStep === null ? "" : `  step ${c.parentStep}`}`)
+        if (children.total > children.listed.length) yield* printLine(`  and ${children.total - children.listed.length} more: roster executions list --parent ${e.id}`)
+      }
+      for (const s of signals.slice(0, maxListedSignals)) {
+        yield* printLine(`  signal ${s.name} sent ${isoTime(s.sentAt)}: ${s.consumedAt === null ? "kept (no wait has taken it)" : `taken ${isoTime(s.consumedAt)}`}  payload ${clipText(s.payload, 200)}`)
+      }
+      if (signals.length > maxListedSignals) yield* printLine(`  and ${signals.length - maxListedSignals} more signals: roster executions show ${e.id} --json`)
       for (const l of logs.lines) yield* printLine(`  log  ${logText(l)}`)
       for (const d of logs.drops) yield* printLine(`  log  attempt ${d.attempt}: ${d.dropped} line(s) dropped under back-pressure`)
     }).pipe(Effect.provide(storeLayer))
-).pipe(Command.withDescription("Show one execution with its payload, result, attempts and steps"))
+).pipe(Command.withDescription("Show one execution with its payload, result, attempts, steps, parent, children, wait and signals"))
 
 const logs = Command.make(
   "logs",
@@ -192,7 +263,7 @@ const bulk = <A>(
         const filter = yield* toFilter(flags)
         const hasFilter = Object.values(filter).some((v) => v !== undefined)
         if (Option.isSome(flags.id) === hasFilter) {
-          return yield* Effect.fail(new CliFailure(`give an execution id or filters (--job, --queue, --state, --since), not both`, 2))
+          return yield* Effect.fail(new CliFailure(`give an execution id or filters (--job, --queue, --state, --since, --parent), not both`, 2))
         }
         const ids = Option.isSome(flags.id) ? [flags.id.value] : (yield* client.list({ ...filter, limit: flags.limit })).map((e) => e.id)
         const results: Array<{ id: string; ok: boolean; result?: A; error?: string }> = []
@@ -271,8 +342,39 @@ const wait = Command.make(
     }).pipe(Effect.provide(runtimeLayerExisting)))
 ).pipe(Command.withDescription("Wait for an execution to end: exit 0 if it succeeded, 1 if it failed, was cancelled or the timeout passed"))
 
+/** Parses `--payload` of a signal (default null) before anything is opened: not JSON is a usage error. */
+const parseSignalPayload = (raw: Option.Option<string>) =>
+  Option.isNone(raw)
+    ? Effect.succeed(null as unknown)
+    : Effect.try({
+      try: () => JSON.parse(raw.value) as unknown,
+      catch: (e) => new CliFailure(`--payload is not valid JSON: ${(e as Error).message}`, 2)
+    })
+
+const signal = Command.make(
+  "signal",
+  {
+    id: Argument.String("id").pipe(Argument.withDescription("the execution id")),
+    name: Argument.String("name").pipe(Argument.withDescription("the signal's name, as its ctx.waitForSignal gives it")),
+    payload: Flag.String("payload").pipe(Flag.withDescription("the signal's payload as JSON (default null), decoded by the wait's schema"), Flag.optional),
+    json
+  },
+  (flags) =>
+    Effect.flatMap(parseSignalPayload(flags.payload), (payload) => Effect.gen(function*() {
+      const client = yield* Client
+      const exit = yield* Effect.exit(client.signal(flags.id, flags.name, payload))
+      if (exit._tag === "Failure") {
+        const error = describeCause(exit.cause)
+        if (flags.json) yield* printJson({ id: flags.id, name: flags.name, ok: false, error })
+        return yield* Effect.fail(new CliFailure(error))
+      }
+      if (flags.json) return yield* printJson({ id: flags.id, name: flags.name, ok: true, result: exit.value })
+      yield* printLine(`sent signal ${flags.name} to ${flags.id} ${exit.value === "Woke" ? "(it was waiting: resumed)" : "(kept for its wait)"}`)
+    }).pipe(Effect.provide(runtimeLayerExisting)))
+).pipe(Command.withDescription("Send a signal to an execution: a wait for it resumes, or it is kept for a wait to come; refused once the execution has ended"))
+
 /** The executions command group. */
 export const executions = Command.make("executions").pipe(
   Command.withDescription("Inspect executions"),
-  Command.withSubcommands([list, show, logs, count, cancel, retry, wait])
+  Command.withSubcommands([list, show, logs, count, cancel, retry, wait, signal])
 )
