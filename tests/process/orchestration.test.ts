@@ -7,7 +7,8 @@
  *   a second completion only for an attempt that then ended `lease_expired` (counted) —
  *   the parent succeeds once with all 100 outcomes, each child is enqueued exactly once,
  *   and no step body runs again after its record committed;
- * - a signal sent while the waiting execution's worker is down resumes it on another;
+ * - a signal sent (`roster executions signal`) while the waiting execution's worker is down
+ *   resumes it on another;
  * - a two-level tree (children that enqueue and await children of their own) completes.
  *
  * What ran is counted from a side-effect log the handlers append to (ORCH_LOG, see
@@ -311,10 +312,13 @@ const suite = (makeBackend: (dir: string) => Backend) => {
     a.kill("SIGKILL")
     expect((await a.wait(10_000)).signal).toBe("SIGKILL")
 
-    // Sent from this process through the Promise API while no worker runs.
+    // Sent while no worker runs: by the CLI, and (a second signal, kept) by the Promise API from this process.
+    const sent = await spawn(["executions", "signal", id, "go", "--payload", JSON.stringify({ by: "test" }), "--json"]).wait(60_000)
+    expect(sent.code, tail(sent.stderr)).toBe(0)
+    expect(parseJsonOutput(sent)).toEqual({ id, name: "go", ok: true, result: "Woke" })
     const roster = await Roster.open({ db: backend.db, appsDir: join(orchProject, "apps") }, { configDir: orchProject, logger: { output: "off" } })
     try {
-      expect(await roster.signal(id, "go", { by: "test" })).toBe("Woke")
+      expect(await roster.signal(id, "go", { by: "second" })).toBe("Woke")
     } finally {
       await roster.close()
     }
@@ -332,6 +336,9 @@ const suite = (makeBackend: (dir: string) => Backend) => {
     expect(history.map((h) => [h.attempt, h.worker, h.outcome])).toEqual([[1, bId, "succeeded"]])
     const got = marks().filter((m) => m.what === "signal-got")
     expect(got.map((m) => [m.pid, m.detail])).toEqual([[b.pid, { by: "test" }]])
+    // The first signal was taken; the second is kept (nothing waits for it any more).
+    const signals = await backend.all<{ payload: string; consumed_at: number | string | null }>(`SELECT payload, consumed_at FROM roster_signals WHERE execution_id = '${id}' ORDER BY seq`)
+    expect(signals.map((x) => [JSON.parse(x.payload), x.consumed_at !== null])).toEqual([[{ by: "test" }, true], [{ by: "second" }, false]])
     await stopAll()
   }, 120_000)
 
