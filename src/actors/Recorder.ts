@@ -76,7 +76,7 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
               if (m.outcome.wait.kind !== "sleep") bus.notify(m.queue, m.outcome.now)
             }
             // A child's end may have made its parent due now, on a queue we do not know here.
-            if (exit.value[j] && (m.outcome.parentId ?? null) !== null && m.outcome.kind !== "park") bus.notifyEvery(m.outcome.now)
+            if (exit.value[j] && (m.outcome.parentId ?? null) !== null) bus.notifyEvery(m.outcome.now)
           }
         } else {
           for (const m of finishes) Deferred.doneUnsafe(m.reply, Exit.failCause(exit.cause))
