@@ -48,6 +48,7 @@ table { border-collapse:collapse; width:100%; }
 th, td { text-align:left; padding:7px 10px; border-bottom:1px solid var(--line); vertical-align:top; }
 th { white-space:nowrap; font-size:12px; text-transform:uppercase; letter-spacing:.4px; color:var(--muted); font-weight:600; background:#fafbfc; }
 tr:last-child td, tr:last-child th { border-bottom:none; }
+table.queues th, table.queues td { padding:7px 6px; }
 td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap; }
 .kv th { width:170px; text-transform:none; letter-spacing:0; font-size:13px; background:transparent; }
 .mono, code, pre { font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; font-size:12.5px; }
@@ -55,6 +56,7 @@ pre { background:#f6f8fa; border:1px solid var(--line); border-radius:6px; paddi
 .muted { color:var(--muted); } .small { font-size:12px; } .nowrap { white-space:nowrap; }
 .badge { display:inline-block; padding:1px 9px; border-radius:999px; font-size:12px; font-weight:600; white-space:nowrap; }
 .b-queued { background:var(--infobg); color:var(--info); } .b-running { background:var(--warnbg); color:var(--warn); }
+.b-waiting { background:#fbefff; color:#8250df; }
 .b-succeeded { background:var(--okbg); color:var(--ok); } .b-failed { background:var(--badbg); color:var(--bad); }
 .b-cancelled, .b-paused, .b-retired { background:var(--offbg); color:var(--off); }
 .b-enqueued { background:var(--okbg); color:var(--ok); } .b-skipped, .b-missed { background:var(--warnbg); color:var(--warn); }

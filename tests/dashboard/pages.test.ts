@@ -76,6 +76,12 @@ describe("executions list", () => {
     expect(r.body).not.toContain("<b>x</b>")
     expect(r.body).toContain("&lt;b&gt;x&lt;/b&gt;&quot;&#39;")
     expect(r.body).toContain("No executions match these filters.")
+    // The parent filter is echoed in the heading, a hidden field and the links.
+    const p = await get(`/executions?parent=${encodeURIComponent("<b>x</b>\"'")}`)
+    expect(p.status).toBe(200)
+    expect(p.body).not.toContain("<b>x</b>")
+    expect(p.body).toContain('<input type="hidden" name="parent" value="&lt;b&gt;x&lt;/b&gt;&quot;&#39;">')
+    expect(p.body).toContain("No executions match these filters.")
   })
 })
 

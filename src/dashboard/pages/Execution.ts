@@ -3,7 +3,9 @@
  * due, FlowExplain.ts, and its flow keys), the retry and cancel actions its state
  * allows, payload and result, the last error with its pretty cause, every attempt
  * (worker, timing, outcome, error), the durable steps, and the captured logs with any
- * drop counts. Everything user-supplied is escaped by the `html` template, and what
+ * drop counts; for orchestration, its parent, what it waits for while waiting, its
+ * children (the newest 20, counted by state, linked to the list filtered by parent) and
+ * the signals sent to it. Everything user-supplied is escaped by the `html` template, and what
  * it shows of each value is bounded (Format.ts): a cut payload, result, cause, step
  * output or log line says which command prints it whole.
  */
@@ -13,7 +15,9 @@ import { Client } from "../../runtime/Client.ts"
 import { Core } from "../../runtime/Core.ts"
 import { limitsOfQueue, whyNotStarted } from "../../store/FlowExplain.ts"
 import { documentJson } from "../../jobs/JsonText.ts"
-import { type Attempt, type Execution, UnparsedPayload } from "../../store/Execution.ts"
+import { maxTime } from "../../jobs/TimeRange.ts"
+import { type Signal, waitText } from "../../jobs/Wait.ts"
+import { type Attempt, type Execution, states, UnparsedPayload } from "../../store/Execution.ts"
 import { Store } from "../../store/Store.ts"
 import { badge, executionLink, listLink, postButton } from "../Components.ts"
 import { clip, clockTime, count, cutNote, duration, edges, maxListedChars, maxListedRows, maxLogLineChars, maxShownChars, relative, shownJson, shownText, when } from "../Format.ts"
@@ -57,12 +61,49 @@ export const executionValue: Handler = (_ctx, [id = "", which = "payload"]) =>
 /** Why a queued, due execution has not started, under this dashboard's config (FlowExplain.whyNotStarted); null otherwise. */
 const waitingForOf = (e: Execution, now: number) =>
   Effect.gen(function*() {
-    if (e.state !== "queued" || e.runAt > now) return null
+    if ((e.state !== "queued" && e.state !== "waiting") || e.runAt > now) return null
     const store = yield* Store
     const core = yield* Core
     const [flow, workers] = yield* Effect.all([store.queuesFlow({ queue: e.queue, now }), store.workersList({ now })])
     return whyNotStarted(e, limitsOfQueue(core.registry, e.queue), flow, now, workers)
   })
+
+/** The most children the page lists (newest first); the counts by state cover them all. */
+const maxListedChildren = 20
+
+/** An execution's newest children and its counts of children by state. */
+const childrenOf = (id: string) =>
+  Effect.gen(function*() {
+    const store = yield* Store
+    const [rows, counts] = yield* Effect.all([store.executionsList({ parentId: id, limit: maxListedChildren }), store.executionsCount({ parentId: id })])
+    return { rows, counts, total: Object.values(counts).reduce((n, c) => n + c, 0) }
+  })
+
+/** The current wait of a waiting execution, and when it is due where the wait's line does not say so. */
+const waitRow = (e: Execution, now: number) => {
+  if (e.state !== "waiting" || e.wait === null) return ""
+  const until = e.wait.kind === "children" ? null : e.wait.until
+  const due = e.runAt >= maxTime || e.runAt === until ? "" : html` <span class="muted small">woken, due ${when(e.runAt, now)}</span>`
+  return row("Waiting for", html`<span class="wait">${clip(waitText(e.wait), 600)}</span>${due}`)
+}
+
+const childrenCard = (e: Execution, children: { readonly rows: ReadonlyArray<Execution>; readonly counts: Record<string, number>; readonly total: number }, now: number) => {
+  if (children.total === 0) return ""
+  const all = listLink({ parent: e.id }, `All ${count(children.total)} children →`)
+  return html`<div class="card children"><h2>Children</h2>
+<div class="actions small child-counts" style="margin-bottom:10px">${states.filter((s) => (children.counts[s] ?? 0) > 0).map((s) => html`<span class="child-count" data-state="${s}">${badge(s)} ${listLink({ parent: e.id, state: s }, count(children.counts[s] ?? 0))}</span>`)}</div>
+<table><thead><tr><th>Execution</th><th>Job</th><th>Step</th><th>State</th><th>Created</th><th>Finished</th></tr></thead>
+<tbody>${children.rows.map((c) => html`<tr><td>${executionLink(c.id, c.id.slice(0, 8) + "…" + c.id.slice(-6))}</td><td>${c.job}</td><td class="mono small">${clip(c.parentStep ?? "", 200)}</td><td>${badge(c.state)}</td><td>${when(c.createdAt, now)}</td><td>${when(c.finishedAt, now)}</td></tr>`)}
+${children.total > children.rows.length ? html`<tr><td colspan="6" class="muted small">… and ${count(children.total - children.rows.length)} more</td></tr>` : ""}</tbody></table>
+<div class="pager">${all}</div></div>`
+}
+
+/** The signals sent to it, oldest first; a kept one waits for a wait to take it. */
+const signalsCard = (signals: ReadonlyArray<Signal>, whole: string, now: number) =>
+  signals.length === 0 ? "" : html`<div class="card signals"><h2>Signals</h2><table>
+<thead><tr><th>Name</th><th>Sent</th><th>Taken</th><th>Payload</th></tr></thead>
+<tbody>${edges(signals).map((s) => s === "gap" ? html`<tr><td colspan="4" class="muted small">… ${count(signals.length - maxListedRows)} more signals; <code>${whole}</code> prints them all …</td></tr>` : html`<tr><td class="mono">${clip(s.name, 200)}</td><td>${when(s.sentAt, now)}</td>
+<td>${s.consumedAt === null ? html`<span class="muted">kept for a wait to come</span>` : when(s.consumedAt, now)}</td><td>${shownText(s.payload, whole, maxListedChars)}</td></tr>`)}</tbody></table></div>`
 
 /** GET /executions/:id */
 export const executionDetail: Handler = (ctx, [id = ""]) =>
@@ -73,6 +114,7 @@ export const executionDetail: Handler = (ctx, [id = ""]) =>
     if (!e) return yield* new ExecutionNotFound({ id, message: `No execution ${id}.` })
     const logs = yield* store.logsList(id)
     const waitingFor = yield* waitingForOf(e, ctx.now)
+    const children = yield* childrenOf(e.id)
     const shownLines = logs.lines.length <= 2 * logEdge ? logs.lines : [...logs.lines.slice(0, logEdge), "gap" as const, ...logs.lines.slice(-logEdge)]
     const { now } = ctx
     const whole = `roster executions show ${e.id} --json`
@@ -82,7 +124,7 @@ export const executionDetail: Handler = (ctx, [id = ""]) =>
     const base = `/executions/${q(e.id)}`
     const actions = [
       e.state === "failed" || e.state === "cancelled" ? postButton(`${base}/retry`, "Retry", { kind: "primary" }) : "",
-      e.state === "queued" || (e.state === "running" && !e.cancelRequested) ? postButton(`${base}/cancel`, "Cancel", { kind: "danger" }) : ""
+      e.state === "queued" || e.state === "waiting" || (e.state === "running" && !e.cancelRequested) ? postButton(`${base}/cancel`, "Cancel", { kind: "danger" }) : ""
     ]
 
     const body = html`
@@ -92,6 +134,9 @@ export const executionDetail: Handler = (ctx, [id = ""]) =>
 ${row("State", html`${badge(e.state)}${stuck ? html` <span class="badge b-failed">stuck: lease expired</span>` : ""}${e.cancelRequested && e.state === "running" ? html` <span class="muted small">cancel requested</span>` : ""}${e.state === "queued" && e.attempt > 0 ? html` <span class="muted small">retrying</span>` : ""}`)}
 ${row("Job", listLink({ job: e.job }, e.job))}
 ${row("Queue", listLink({ queue: e.queue }, e.queue))}
+${e.parentId !== null ? row("Parent", html`<span class="parent">${executionLink(e.parentId)}${e.parentStep !== null ? html` <span class="muted small">step <span class="mono">${clip(e.parentStep, 200)}</span></span>` : ""}</span>`) : ""}
+${waitRow(e, now)}
+${children.total > 0 ? row("Children", listLink({ parent: e.id }, `${count(children.total)} children`)) : ""}
 ${waitingFor !== null ? row("Not started", html`<span class="waiting-for">${waitingFor}</span>`) : ""}
 ${e.concurrencyKey !== null ? row("Concurrency key", html`<span class="mono">${clip(e.concurrencyKey, 600)}</span>`) : ""}
 ${e.rateKey !== null ? row("Rate key", html`<span class="mono">${clip(e.rateKey, 600)}</span>`) : ""}
@@ -105,7 +150,7 @@ ${e.retryOf !== null ? row("Retry of", executionLink(e.retryOf)) : ""}
 </table></div>
 <div class="card"><h2>Timing</h2><table class="kv">
 ${row("Created", when(e.createdAt, now))}
-${row("Run at", when(e.runAt, now))}
+${row("Run at", e.state === "waiting" && e.runAt >= maxTime ? html`<span class="muted">when woken</span>` : when(e.runAt, now))}
 ${row("Started", when(e.startedAt, now))}
 ${row("Finished", when(e.finishedAt, now))}
 ${e.startedAt !== null && e.finishedAt !== null ? row("Last attempt took", duration(e.finishedAt - e.startedAt)) : ""}
@@ -124,6 +169,8 @@ ${e.error.pretty ? html`<details><summary>Cause</summary>${shownText(e.error.pre
 <tbody>${edges(attempts).map((a) => a === "gap" ? gapRow(6, attempts.length, "attempts", e.id) : html`<tr><td class="num">${a.attempt}</td><td>${badge(a.outcome)}</td><td class="mono small">${a.worker}</td>
 <td>${when(a.startedAt, now)}</td><td class="num">${duration(a.finishedAt - a.startedAt)}</td>
 <td>${a.error ? html`${a.error.tag}: ${clip(a.error.message, maxLogLineChars)}${a.error.pretty ? html`<details><summary>cause</summary>${shownText(a.error.pretty, whole, maxListedChars)}</details>` : ""}` : ""}</td></tr>`)}</tbody></table>`}</div>
+${childrenCard(e, children, now)}
+${signalsCard(e.signals, whole, now)}
 ${e.steps.length > 0 ? html`<div class="card"><h2>Steps</h2><table><thead><tr><th>Step</th><th class="num">Attempt</th><th>Saved</th><th>Output</th></tr></thead>
 <tbody>${edges(e.steps).map((s) => s === "gap" ? gapRow(4, e.steps.length, "steps", e.id) : html`<tr><td class="mono">${clip(s.name, 200)}</td><td class="num">${s.attempt}</td><td>${when(s.createdAt, now)}</td><td>${shownText(s.output, whole, maxListedChars)}</td></tr>`)}</tbody></table></div>` : ""}
 <div class="card"><h2>Logs</h2>${logs.lines.length === 0 && logs.drops.length === 0 ? html`<p class="muted">No captured logs.</p>` : html`<table>

@@ -1,6 +1,7 @@
 /**
  * The executions list: newest first, filtered by job, queue and state (a GET form, so
- * a filtered view is a link), with counts by state for the current job/queue filter
+ * a filtered view is a link) and by parent (`?parent=ID`: the children of an execution,
+ * linked from its page), with counts by state for the current job/queue/parent filter
  * and keyset paging (`before` = the last id shown; ids are UUIDv7, so they sort by
  * creation).
  */
@@ -8,7 +9,7 @@ import { Effect } from "effect"
 import { Core } from "../../runtime/Core.ts"
 import { states, type ExecutionState } from "../../store/Execution.ts"
 import { Store } from "../../store/Store.ts"
-import { executionsTable, listLink } from "../Components.ts"
+import { executionLink, executionsTable, listLink } from "../Components.ts"
 import { count } from "../Format.ts"
 import type { Handler } from "../Http.ts"
 import { renderPage } from "../Http.ts"
@@ -32,9 +33,10 @@ export const executionsList: Handler = (ctx) =>
     const rawState = param(ctx.url, "state")
     const state = states.find((s) => s === rawState)
     const before = param(ctx.url, "before")
+    const parent = param(ctx.url, "parent")
     const [rows, counts] = yield* Effect.all([
-      store.executionsList({ job, queue, state, before, limit: pageSize + 1 }),
-      store.executionsCount({ job, queue })
+      store.executionsList({ job, queue, state, before, parentId: parent, limit: pageSize + 1 }),
+      store.executionsCount({ job, queue, parentId: parent })
     ])
     const shown = rows.slice(0, pageSize)
     const more = rows.length > pageSize
@@ -42,22 +44,24 @@ export const executionsList: Handler = (ctx) =>
     const queues = [...new Set([...core.registry.queues.keys(), ...(queue ? [queue] : [])])].sort()
     const jobs = [...core.registry.jobs.keys()].sort()
     const tab = (s: ExecutionState | undefined, label: string, n: number) =>
-      s === state ? html`<strong>${label} (${count(n)})</strong>` : listLink({ job, queue, state: s }, `${label} (${count(n)})`)
+      s === state ? html`<strong>${label} (${count(n)})</strong>` : listLink({ job, queue, parent, state: s }, `${label} (${count(n)})`)
 
     const body = html`
 <h1>Executions</h1>
+${parent ? html`<p class="parent-filter">Children of ${executionLink(parent)} · ${listLink({ job, queue, state }, "any parent")}</p>` : ""}
 <div class="card"><form class="filters" method="get" action="/executions">
+${parent ? html`<input type="hidden" name="parent" value="${parent}">` : ""}
 <label>Job<input name="job" list="jobs" value="${job ?? ""}" placeholder="any job"></label>
 <datalist id="jobs">${jobs.map((j) => html`<option value="${j}">`)}</datalist>
 <label>Queue<select name="queue"><option value="">any queue</option>${queues.map((q) => html`<option value="${q}" ${q === queue ? "selected" : ""}>${q}</option>`)}</select></label>
 <label>State<select name="state"><option value="">any state</option>${states.map((s) => html`<option value="${s}" ${s === state ? "selected" : ""}>${s}</option>`)}</select></label>
 <button type="submit" class="primary">Filter</button>
-${job || queue || state ? html`<a href="/executions">Clear</a>` : ""}
+${job || queue || state || parent ? html`<a href="/executions">Clear</a>` : ""}
 </form></div>
 <div class="card">
 <div class="actions small" style="margin-bottom:10px">${tab(undefined, "all", total)}${states.map((s) => tab(s, s, counts[s]))}</div>
 ${executionsTable(shown, ctx.now, "No executions match these filters.")}
-<div class="pager">${before ? listLink({ job, queue, state }, "← Newest") : ""}${more ? listLink({ job, queue, state, before: shown[shown.length - 1]!.id }, "Older →") : ""}</div>
+<div class="pager">${before ? listLink({ job, queue, state, parent }, "← Newest") : ""}${more ? listLink({ job, queue, state, parent, before: shown[shown.length - 1]!.id }, "Older →") : ""}</div>
 </div>`
     return renderPage(ctx, { title: "Executions", section: "executions", body })
   })

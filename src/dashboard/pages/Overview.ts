@@ -1,5 +1,6 @@
 /**
- * The overview: per queue, executions by state and the age of the oldest due queued
+ * The overview: per queue, executions by state (waiting ones too: parked by a sleep, a
+ * wait for children or a signal) and the age of the oldest due queued
  * one, its limits (per-worker concurrency; global concurrency and rate limit across
  * workers) with the due executions each cause holds back now (FlowExplain.ts),
  * whether it is paused (with a pause or resume button: the pause is stored, so
@@ -108,7 +109,7 @@ ${stat("Running", count(total("running")), stuck.length > 0 ? html`<span style="
 ${stat("Finished in the last hour", count(lastHour.ok + lastHour.bad), html`${count(lastHour.ok)} succeeded · <span style="${lastHour.bad ? "color:var(--bad)" : ""}">${count(lastHour.bad)} failed</span>`)}
 ${stat("Oldest due queued", oldest === null ? "—" : duration(now - oldest), oldest === null ? "nothing waiting" : "waiting to be claimed")}
 </div>
-<div class="card"><h2>Queues</h2><table>
+<div class="card"><h2>Queues</h2><table class="queues">
 <thead><tr><th>Queue</th>${states.map((s) => html`<th class="num">${s}</th>`)}<th class="num">Oldest due</th><th class="num">Succeeded / h</th><th class="num">Failed / h</th><th>Limits</th><th>Held back</th><th>State</th></tr></thead>
 <tbody>${queues.map((q) => {
       const declared = core.registry.queues.get(q.queue)
