@@ -7,12 +7,16 @@
  * error (exit 2, no database touched); a parent's children are listed by `--parent`,
  * shown (capped at 20, counted by state) by `show`, and each child names its parent.
  * The apps: tests/fixtures/signal-apps (sig/approval waits for "approve", sig/parent
- * enqueues approvals and awaits them).
+ * enqueues approvals and awaits them). The main path runs on PostgreSQL too when
+ * ROSTER_TEST_PG_URL is set (a fresh schema).
  */
-import { describe, expect, test } from "bun:test"
-import { existsSync } from "node:fs"
+import { afterEach, beforeEach, describe, expect, test } from "bun:test"
+import { existsSync, mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { parseJsonOutput, repoRoot, type Scratch, tail, useScratch, waitFor } from "../support/processes.ts"
+import { freshSchema, pgAdmin, urlWithSchema } from "../store/drivers.ts"
+import { pgUrl, requireService } from "../support/env.ts"
+import { parseJsonOutput, repoRoot, type RosterProcess, type Scratch, spawnRoster, tail, useScratch, waitFor } from "../support/processes.ts"
 
 const signalApps = join(repoRoot, "tests/fixtures/signal-apps")
 const isoTime = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
@@ -182,5 +186,68 @@ describe("roster executions list --parent, --state waiting, and show of a parent
     const shownAfter = await s.run(["executions", "show", parent])
     expect(shownAfter.stdout).toContain("children: 22 (22 succeeded), newest 20 listed\n")
     expect(shownAfter.stdout).not.toContain("waiting for:")
+  }, 180_000)
+})
+
+const pg = requireService("postgres")
+
+describe.skipIf(pg.skip)("roster executions signal, show and list --parent on PostgreSQL", () => {
+  let dir: string
+  let db: string
+  const started: Array<RosterProcess> = []
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), "roster-signal-"))
+    const schema = freshSchema("roster_sig")
+    await pgAdmin(pgUrl()!, `CREATE SCHEMA "${schema}"`)
+    db = urlWithSchema(pgUrl()!, schema)
+  })
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map(async (p) => {
+      p.kill("SIGKILL")
+      await p.wait(10_000).catch(() => undefined)
+    }))
+    const schema = /search_path%3D(\w+)/.exec(db)?.[1]
+    if (schema) await pgAdmin(pgUrl()!, `DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+    rmSync(dir, { recursive: true, force: true })
+  })
+  const spawn = (args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
+    const p = spawnRoster(args, { cwd: dir, env: { ROSTER_DB: db, ROSTER_APPS_DIR: signalApps, ...env } })
+    started.push(p)
+    return p
+  }
+  const run = (args: ReadonlyArray<string>) => spawn(args).wait()
+  const json = async <A = any>(args: ReadonlyArray<string>): Promise<A> => {
+    const r = await run(args)
+    expect(r.code, tail(r.stderr)).toBe(0)
+    return parseJsonOutput<A>(r)
+  }
+
+  test("a parent's children listed and shown; a signal resumes a child; an ended one is refused", async () => {
+    const parent = (await json<{ id: string }>(["enqueue", "sig/parent", "--payload", '{"count":3}', "--json"])).id
+    const worker = spawn(["worker"], { ROSTER_POLL_MS: "200" })
+    await waitFor("the parent and its 3 children to wait", async () => (await json<Array<unknown>>(["executions", "list", "--state", "waiting", "--json"])).length === 4, { timeoutMs: 60_000, intervalMs: 200 })
+      .catch((e) => { throw new Error(`${e}\n${tail(worker.stderrSoFar())}`) })
+    const children = await json<Array<{ id: string; state: string }>>(["executions", "list", "--parent", parent, "--json"])
+    expect(children.map((c) => c.state)).toEqual(["waiting", "waiting", "waiting"])
+    const detail = await json(["executions", "show", parent, "--json"])
+    expect(detail).toMatchObject({ state: "waiting", wait: { kind: "children", text: '3 children to end (step "all")', dueAt: null }, childCounts: { waiting: 3 } })
+    expect(detail.children.map((c: { id: string }) => c.id)).toEqual(children.map((c) => c.id))
+    const child = await json(["executions", "show", children[2]!.id, "--json"])
+    expect(child).toMatchObject({ parentId: parent, parentStep: "child-0", wait: { kind: "signal", signal: "approve" } })
+
+    for (const [i, c] of children.entries()) {
+      const r = await run(["executions", "signal", c.id, "approve", "--payload", JSON.stringify({ by: `u${i}` })])
+      expect(r.code, r.stderr).toBe(0)
+      expect(r.stdout).toBe(`sent signal approve to ${c.id} (it was waiting: resumed)\n`)
+    }
+    const waited = await run(["executions", "wait", parent, "--timeout", "60s", "--json"])
+    expect(waited.code, tail(waited.stderr)).toBe(0)
+    expect(parseJsonOutput(waited)).toMatchObject({ state: "succeeded", result: ["u2", "u1", "u0"], childCounts: { succeeded: 3 } })
+    const again = await run(["executions", "signal", children[0]!.id, "approve"])
+    expect(again.code).toBe(1)
+    expect(lines(again.stderr)).toEqual([`roster: execution ${children[0]!.id} has ended (succeeded); signal "approve" was not sent`])
+    const unknown = await run(["executions", "signal", unknownId, "approve"])
+    expect(unknown.code).toBe(1)
+    expect(lines(unknown.stderr)).toEqual([`roster: no execution ${unknownId}`])
   }, 180_000)
 })
