@@ -82,7 +82,7 @@ const enqueueAndDrain = async (env: Record<string, string>): Promise<string> => 
   expect(parseJsonOutput(bulk)).toEqual({ inserted: 5, existing: 0 })
   expect(parseJsonOutput(await runOk(["executions", "count", "--json"], { env }))).toMatchObject({ queued: 8, succeeded: 0 })
   await runOk(["worker", "--exit-when-idle"], { env })
-  expect(parseJsonOutput(await runOk(["executions", "count", "--json"], { env }))).toEqual({ queued: 0, running: 0, succeeded: 8, failed: 0, cancelled: 0 })
+  expect(parseJsonOutput(await runOk(["executions", "count", "--json"], { env }))).toEqual({ queued: 0, running: 0, waiting: 0, succeeded: 8, failed: 0, cancelled: 0 })
   return ids[0]!
 }
 

@@ -64,7 +64,7 @@ describe("crash recovery", () => {
 
     // None lost: everything succeeded, nothing is leased any more.
     const counts = parseJsonOutput(await s.run(["executions", "count", "--json"]))
-    expect(counts).toEqual({ queued: 0, running: 0, succeeded: total, failed: 0, cancelled: 0 })
+    expect(counts).toEqual({ queued: 0, running: 0, waiting: 0, succeeded: total, failed: 0, cancelled: 0 })
     expect(s.count("SELECT COUNT(*) FROM roster_executions WHERE lease_expires_at IS NOT NULL")).toBe(0)
 
     // What A held: attempt 1 ended lease_expired under A's name, attempt 2 succeeded on B.

@@ -47,7 +47,7 @@ describe("several workers drain one backlog", () => {
     expect(s.count("SELECT COUNT(*) FROM roster_executions e WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.execution_id = e.id)")).toBe(0)
 
     const counts = parseJsonOutput(await s.run(["executions", "count", "--json"]))
-    expect(counts).toEqual({ queued: 0, running: 0, succeeded: total, failed: 0, cancelled: 0 })
+    expect(counts).toEqual({ queued: 0, running: 0, waiting: 0, succeeded: total, failed: 0, cancelled: 0 })
   }, 120_000)
 
   test("processes that open a fresh database at once all migrate it safely (DESIGN §4)", async () => {

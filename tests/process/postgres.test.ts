@@ -141,7 +141,7 @@ const expectCarriedOn = async (s: PgScratch, scheduler: RosterProcess, workers: 
     (await s.count("SELECT COUNT(*) FROM roster_executions WHERE state IN ('queued', 'running')")) === 0, { timeoutMs: 30_000 })
   await Promise.all(workers.map(stop))
   const all = await s.count("SELECT COUNT(*) FROM roster_executions")
-  expect(parseJsonOutput(await s.run(["executions", "count", "--json"]))).toEqual({ queued: 0, running: 0, succeeded: all, failed: 0, cancelled: 0 })
+  expect(parseJsonOutput(await s.run(["executions", "count", "--json"]))).toEqual({ queued: 0, running: 0, waiting: 0, succeeded: all, failed: 0, cancelled: 0 })
   expect(await s.count("SELECT COUNT(DISTINCT execution_id) FROM runs")).toBe(all)
   expect(await s.count(
     "SELECT COUNT(*) FROM (SELECT execution_id FROM runs GROUP BY execution_id HAVING COUNT(*) > 1) d JOIN roster_executions e ON e.id = d.execution_id WHERE e.attempt = 1"
@@ -194,7 +194,7 @@ describe.skipIf(pg.skip)("Roster on PostgreSQL, as processes", () => {
     const fires = (await expectFiresOnce(s, "pgprobe/tick-a")) + (await expectFiresOnce(s, "pgprobe/tick-b"))
     expect(all - total).toBe(fires)
 
-    expect(parseJsonOutput(await s.run(["executions", "count", "--json"]))).toEqual({ queued: 0, running: 0, succeeded: all, failed: 0, cancelled: 0 })
+    expect(parseJsonOutput(await s.run(["executions", "count", "--json"]))).toEqual({ queued: 0, running: 0, waiting: 0, succeeded: all, failed: 0, cancelled: 0 })
   }, 150_000)
 
   test("kill -9 of one worker loses nothing: its leases expire and the other workers recover them", async () => {
@@ -218,7 +218,7 @@ describe.skipIf(pg.skip)("Roster on PostgreSQL, as processes", () => {
     const results = await Promise.all(others.map((w) => w.wait(60_000)))
     for (const res of results) expect(res.code, tail(res.stderr)).toBe(0)
 
-    expect(parseJsonOutput(await s.run(["executions", "count", "--json"]))).toEqual({ queued: 0, running: 0, succeeded: total, failed: 0, cancelled: 0 })
+    expect(parseJsonOutput(await s.run(["executions", "count", "--json"]))).toEqual({ queued: 0, running: 0, waiting: 0, succeeded: total, failed: 0, cancelled: 0 })
     // A's executions: attempt 1 expired under A, attempt 2 succeeded elsewhere.
     const recovered = await s.all<{ execution_id: string; attempt: number; worker: string; outcome: string }>(
       `${attemptsCte} SELECT execution_id, attempt, worker, outcome FROM attempts WHERE execution_id = ANY($1::text[]) ORDER BY execution_id, attempt`,

@@ -82,7 +82,7 @@ const drain = async (s: Scratch, total: number) => {
   const w = await s.run(["worker", "--exit-when-idle"], { timeoutMs: 60_000 })
   expect(w.code, tail(w.stderr)).toBe(0)
   const counts = parseJsonOutput(await s.run(["executions", "count", "--json"]))
-  expect(counts).toEqual({ queued: 0, running: 0, succeeded: total, failed: 0, cancelled: 0 })
+  expect(counts).toEqual({ queued: 0, running: 0, waiting: 0, succeeded: total, failed: 0, cancelled: 0 })
 }
 
 describe("two schedulers on one database", () => {

@@ -72,6 +72,6 @@ describe("SIGTERM", () => {
     // They had really started (and were interrupted), and nothing else had.
     expect(startedIds(s)).toEqual(inFlight)
     const counts = parseJsonOutput(await s.run(["executions", "count", "--json"]))
-    expect(counts).toEqual({ queued: 7, running: 0, succeeded: 0, failed: 0, cancelled: 0 })
+    expect(counts).toEqual({ queued: 7, running: 0, waiting: 0, succeeded: 0, failed: 0, cancelled: 0 })
   }, 60_000)
 })
