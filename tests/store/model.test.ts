@@ -3,7 +3,12 @@
  * without keys, delayed, prioritised, with flow keys), claims — plain, or under the
  * run's random flow limits (global concurrency, rate limits of the queue, a Job or a Job
  * per key, per-key concurrency) — outcomes (live and fenced), heartbeats, lease expiry,
- * time passing, cancels, manual retries, prunes and queue pauses, run against the real
+ * time passing, cancels, manual retries, prunes and queue pauses — and orchestration:
+ * child inserts (exactly once per (parent, step)), parks (sleep, children, signal with
+ * or without a timeout) alone or in outcome batches, children ending (succeeded, failed,
+ * cancelled, lease-expired, released or parked when asked to cancel) that wake their
+ * waiting parents, signal sends and takes, cancels of a parent's tree, and claims that
+ * resume due waiting executions — run against the real
  * store on every driver side by side with an in-memory model (model/Model.ts). After
  * every command the store is read back and compared with the model (model/invariants.ts).
  *

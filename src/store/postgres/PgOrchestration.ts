@@ -11,7 +11,7 @@ import type { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
 import { parseWait, type Signal, type SignalSendResult } from "../../jobs/Wait.ts"
 import type { ExecutionState } from "../Execution.ts"
-import type { InsertRequest, InsertResult, Outcome } from "../Store.ts"
+import { type InsertRequest, type InsertResult, type Outcome, StoreError } from "../Store.ts"
 import { type Int8, num, numOrNull, textArray } from "./PgValues.ts"
 
 type Park = Extract<Outcome, { kind: "park" }>
@@ -97,14 +97,22 @@ export const makePgOrchestration = (sql: PgClient.PgClient, origin: string) => {
           VALUES (${r.id}, ${r.job}, ${r.queue}, 'queued', ${r.payload}, ${r.priority}, 0, ${r.retry.attempts}, ${JSON.stringify(r.retry)},
             ${r.timeoutMs}, ${r.runAt}, ${r.now}, ${r.idempotencyKey}, ${r.scheduleId ?? null}, ${r.fireAt ?? null}, ${r.retryOf ?? null},
             ${r.traceContext ?? null}, ${r.concurrencyKey ?? null}, ${r.rateKey ?? null}, ${r.dedupeKey ?? null}, ${req.parentId}, ${req.step})
-          ON CONFLICT (parent_id, parent_step) WHERE parent_id IS NOT NULL DO NOTHING
+          ON CONFLICT DO NOTHING
           RETURNING id`
+        const saveStep = (id: string) =>
+          sql`INSERT INTO roster_steps (execution_id, name, output, attempt, created_at)
+              VALUES (${req.parentId}, ${req.step}, ${JSON.stringify(id)}, ${req.attempt}, ${r.now}) ON CONFLICT DO NOTHING`
         if (inserted.length === 0) {
+          // The (parent, step) child exists; or, as on SQLite, the child's (job, idempotency key) is held: its holder is the child.
           const [existing] = yield* sql<{ id: string }>`SELECT id FROM roster_executions WHERE parent_id = ${req.parentId} AND parent_step = ${req.step}`
-          return { id: existing!.id, inserted: false } satisfies InsertResult
+          if (existing) return { id: existing.id, inserted: false } satisfies InsertResult
+          const [holder] = r.idempotencyKey === null ? [] :
+            yield* sql<{ id: string }>`SELECT id FROM roster_executions WHERE job = ${r.job} AND idempotency_key = ${r.idempotencyKey}`
+          if (!holder) return yield* Effect.fail(new StoreError({ message: `child insert of ${r.job} for ${req.parentId} step ${req.step} conflicted but no row was found` }))
+          yield* saveStep(holder.id)
+          return { id: holder.id, inserted: false } satisfies InsertResult
         }
-        yield* sql`INSERT INTO roster_steps (execution_id, name, output, attempt, created_at)
-                   VALUES (${req.parentId}, ${req.step}, ${JSON.stringify(r.id)}, ${req.attempt}, ${r.now}) ON CONFLICT DO NOTHING`
+        yield* saveStep(r.id)
         yield* notifyQueue(r.queue, r.runAt)
         return { id: r.id, inserted: true } satisfies InsertResult
       }),

@@ -139,7 +139,8 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
       const successes = indexed.filter((x) => x.o.kind === "succeeded")
       const parks = indexed.filter((x) => x.o.kind === "park")
       const others = indexed.filter((x) => x.o.kind !== "succeeded" && x.o.kind !== "park")
-      const children = indexed.filter((x) => (x.o.parentId ?? null) !== null && x.o.kind !== "park" && x.o.kind !== "released")
+      // A park or a release ends a child asked to cancel, so they count too (wakeParents reads the states).
+      const children = indexed.filter((x) => (x.o.parentId ?? null) !== null)
       const applied = new Array<boolean>(outcomes.length).fill(false)
       const run = Effect.gen(function*() {
         if (successes.length > 0) {

@@ -281,7 +281,8 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
     }
     const results = outcomes.map((o) => (o.kind === "succeeded" ? applied.has(o.id) : applyOutcome(o as Exclude<Outcome, { kind: "succeeded" }>)))
     // Children whose outcome applied: their waiting parents may be due now (the rest of the batch pays nothing).
-    const children = outcomes.filter((o, i) => results[i] && (o.parentId ?? null) !== null && o.kind !== "park" && o.kind !== "released")
+    // A park or a release ends a child asked to cancel, so they count too (the check itself reads the states).
+    const children = outcomes.filter((o, i) => results[i] && (o.parentId ?? null) !== null)
     if (children.length > 0) orchestration.wakeParents(children.map((o) => o.id), children[0]!.now)
     return results
   })

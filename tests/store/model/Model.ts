@@ -7,10 +7,19 @@
  * against it after every step.
  *
  * States: queued → running → succeeded | failed | cancelled; a retry or a release goes
- * back to queued. A cancel request on a running execution is a flag it keeps until it
+ * back to queued, a park to waiting. A cancel request on a running execution is a flag it keeps until it
  * finishes; an attempt that would send it back to queued (a retry, a lease expiry, a
  * release) ends it cancelled instead, so it never runs again (DESIGN §2: it "ends
  * cancelled").
+ *
+ * Orchestration (DESIGN §7): a running execution may park — `waiting`, its attempt not
+ * charged, no lease, due at its wait's end (a sleep's or a signal's timeout; never, for
+ * children or a signal without one) or at once when what it waits for happens: the last
+ * awaited child ends (any way), or a signal of its name is sent or already kept. A
+ * claim takes due waiting executions like queued ones. Children are inserted once per
+ * (parent, step), their step recorded; signals are kept per execution and taken once,
+ * oldest first; a cancel reaches the whole tree below (queued and waiting at once,
+ * running asked to stop).
  *
  * A queue may be paused: a paused queue's claim takes nothing and its due executions are
  * not work for `--exit-when-idle`, while its enqueues, outcomes and cancels go on as
@@ -20,6 +29,7 @@
  * {@link Model.expectedLimitedClaim} states independently of src/store/FlowRules.ts what
  * such a claim takes, what it answers for retryAt, and which rate-limit starts it logs.
  */
+import type { Wait } from "../../../src/jobs/Wait.ts"
 import type { AttemptOutcome, ExecutionState } from "../../../src/store/Execution.ts"
 
 /** The lease every claim asks for. */
@@ -60,8 +70,37 @@ export interface ModelExecution {
   finishedAt: number | null
   errorTag: string | null
   result: unknown
+  /** The execution whose step `parentStep` inserted it (executionsInsertChild); null: none. */
+  readonly parentId: string | null
+  readonly parentStep: string | null
+  /** Its last wait (kept after it resumes). */
+  wait: Wait | null
   attempts: Array<ModelAttempt>
+  /** Model only: when it last parked (the children-wait invariant's lower bound). */
+  parkedAt: number | null
 }
+
+/** A step row as the model expects stepsList to return it. */
+export interface ModelStep {
+  readonly name: string
+  readonly output: string
+  readonly attempt: number
+  readonly createdAt: number
+}
+
+/** A signal as the model expects signalsList to return it (seq is the store's: compared by order). */
+export interface ModelSignal {
+  readonly name: string
+  readonly payload: string
+  readonly sentAt: number
+  consumedAt: number | null
+}
+
+/** A finished state. */
+export const isEnded = (state: ExecutionState): boolean => state === "succeeded" || state === "failed" || state === "cancelled"
+
+/** What a wait with no clock deadline is due at (children, a signal without timeout): the latest time Roster stores. */
+export const never = 253_402_300_799_999
 
 /** What a worker believes it holds after a claim; stale once the lease moves on. */
 export interface Handle {
@@ -83,7 +122,7 @@ export interface Fence {
 export type NewExecution = Pick<
   ModelExecution,
   "id" | "job" | "queue" | "priority" | "maxAttempts" | "idempotencyKey" | "retryOf" | "payload" | "runAt" | "concurrencyKey" | "rateKey"
->
+> & { readonly parentId?: string | null; readonly parentStep?: string | null }
 
 /** What claim order looks at. */
 type ClaimKey = Pick<ModelExecution, "priority" | "runAt" | "id">
@@ -149,6 +188,14 @@ export class Model {
   readonly touched = new Set<string>()
   /** Queues with a stored state: paused (since when) or resumed (null). */
   readonly queueStates = new Map<string, number | null>()
+  /** Step rows per execution (child inserts and signal takes record them); dropped with a pruned execution. */
+  readonly steps = new Map<string, Array<ModelStep>>()
+  /** Signals per execution, in the order sent (kept by the store even once the execution is pruned). */
+  readonly signals = new Map<string, Array<ModelSignal>>()
+  /** When each execution ever ended, never forgotten (pruned children's ends still bound their parent's wake-up). */
+  readonly endedAt = new Map<string, number>()
+  /** Ids whose steps or signals changed since the last invariant check. */
+  readonly touchedOrchestration = new Set<string>()
 
   /** Whether a queue is paused now. */
   isPaused(queue: string): boolean {
@@ -195,16 +242,20 @@ export class Model {
       finishedAt: null,
       errorTag: null,
       result: null,
-      attempts: []
+      parentId: row.parentId ?? null,
+      parentStep: row.parentStep ?? null,
+      wait: null,
+      attempts: [],
+      parkedAt: null
     })
     this.everSeen.push(row.id)
   }
 
-  /** The executions a claim must return, in claim order: due, queued, of the queue (unless paused) and jobs, up to limit. */
+  /** The executions a claim must return, in claim order: due, queued or waiting, of the queue (unless paused) and jobs, up to limit. */
   expectedClaim(req: { readonly queue: string; readonly jobs: ReadonlyArray<string>; readonly limit: number }): Array<ModelExecution> {
     if (this.isPaused(req.queue)) return []
     return [...this.executions.values()]
-      .filter((e) => e.state === "queued" && e.queue === req.queue && req.jobs.includes(e.job) && e.runAt <= this.now)
+      .filter((e) => (e.state === "queued" || e.state === "waiting") && e.queue === req.queue && req.jobs.includes(e.job) && e.runAt <= this.now)
       .sort(claimOrder)
       .slice(0, Math.max(0, req.limit))
   }
@@ -372,6 +423,7 @@ export class Model {
     e.errorTag = null
     e.finishedAt = this.now
     e.leaseExpiresAt = null
+    this.ended(e)
   }
 
   /** Back to queued for a later attempt — unless a cancel was requested: then it ends cancelled, never to run again. */
@@ -381,6 +433,7 @@ export class Model {
     if (e.cancelRequested) {
       e.state = "cancelled"
       e.finishedAt = this.now
+      this.ended(e)
     } else {
       e.state = "queued"
       e.runAt = runAt
@@ -392,6 +445,7 @@ export class Model {
     e.state = "failed"
     e.errorTag = errorTag
     e.finishedAt = this.now
+    this.ended(e)
   }
 
   cancelRunning(e: ModelExecution, errorTag: string | null): void {
@@ -399,6 +453,7 @@ export class Model {
     e.state = "cancelled"
     e.errorTag = errorTag
     e.finishedAt = this.now
+    this.ended(e)
   }
 
   /** A shutdown's release: back to queued (cancelled if a cancel was requested), the attempt not charged, no attempt row. */
@@ -411,26 +466,127 @@ export class Model {
     e.leaseExpiresAt = null
     // The released handler was interrupted: it never reports again.
     this.handles.splice(this.handles.indexOf(handle), 1)
+    if (e.cancelRequested) this.ended(e)
+  }
+
+  /**
+   * A park (ctx.sleep, awaitChildren, waitForSignal): waiting with its wait, due at
+   * runAt, the attempt not charged, no attempt row, the handler gone (as a release);
+   * asked to cancel, it ends cancelled instead. Due at once when what it waits for
+   * already happened: every awaited child ended, or a kept signal of its name.
+   */
+  park(e: ModelExecution, handle: Handle, runAt: number, wait: Wait): void {
+    e.state = e.cancelRequested ? "cancelled" : "waiting"
+    e.wait = wait
+    e.runAt = runAt
+    e.attempt--
+    e.startedAt = null
+    e.leaseOwner = null
+    e.leaseExpiresAt = null
+    e.parkedAt = this.now
+    this.handles.splice(this.handles.indexOf(handle), 1)
+    if (e.cancelRequested) {
+      e.finishedAt = this.now
+      this.ended(e)
+      return
+    }
+    if (wait.kind === "children" && this.childrenEnded(e)) this.dueNow(e)
+    if (wait.kind === "signal" && (this.signals.get(e.id) ?? []).some((s) => s.name === wait.signal && s.consumedAt === null)) this.dueNow(e)
+  }
+
+  /** Due now, unless due already. */
+  private dueNow(e: ModelExecution): void {
+    e.runAt = Math.min(e.runAt, this.now)
+  }
+
+  /** Whether every child a waiting execution awaits has ended (a pruned one has; ids not its children do not count). */
+  childrenEnded(e: ModelExecution): boolean {
+    if (e.wait?.kind !== "children") return false
+    return e.wait.ids.every((id) => {
+      const c = this.executions.get(id)
+      return c === undefined || c.parentId !== e.id || isEnded(c.state)
+    })
+  }
+
+  /** An execution just ended: recorded, and its parent, waiting for its children, is due now if they have all ended. */
+  private ended(e: ModelExecution): void {
+    this.endedAt.set(e.id, this.now)
+    const p = e.parentId === null ? undefined : this.executions.get(e.parentId)
+    if (p !== undefined && p.state === "waiting" && p.wait?.kind === "children" && this.childrenEnded(p)) this.dueNow(p)
+  }
+
+  /** The children of an execution now (by parent id). */
+  childrenOf(id: string): Array<ModelExecution> {
+    return [...this.executions.values()].filter((c) => c.parentId === id)
+  }
+
+  /** Records a step unless one of that name exists (the first save wins). */
+  saveStep(id: string, step: ModelStep): void {
+    const steps = this.steps.get(id) ?? []
+    if (!steps.some((s) => s.name === step.name)) steps.push(step)
+    this.steps.set(id, steps)
+    this.touchedOrchestration.add(id)
+  }
+
+  /** A signal sent: refused for a missing or ended execution; kept; and waking it if it waits for that signal. */
+  sendSignal(id: string, name: string, payload: string): { _tag: "Kept" } | { _tag: "Woke" } | { _tag: "Ended"; state: string } | { _tag: "Missing" } {
+    const e = this.executions.get(id)
+    if (e === undefined) return { _tag: "Missing" }
+    if (isEnded(e.state)) return { _tag: "Ended", state: e.state }
+    const signals = this.signals.get(id) ?? []
+    signals.push({ name, payload, sentAt: this.now, consumedAt: null })
+    this.signals.set(id, signals)
+    this.touchedOrchestration.add(id)
+    if (e.state !== "waiting" || e.wait?.kind !== "signal" || e.wait.signal !== name) return { _tag: "Kept" }
+    this.dueNow(e)
+    return { _tag: "Woke" }
+  }
+
+  /** Takes the oldest kept signal of a name, recording it as a step; null when none is kept. */
+  takeSignal(e: ModelExecution, name: string, step: string): string | null {
+    const s = (this.signals.get(e.id) ?? []).find((x) => x.name === name && x.consumedAt === null)
+    if (s === undefined) return null
+    s.consumedAt = this.now
+    this.touchedOrchestration.add(e.id)
+    this.saveStep(e.id, { name: step, output: s.payload, attempt: e.attempt, createdAt: this.now })
+    return s.payload
   }
 
   /** An operator's cancel: queued ends at once, running is asked to stop. */
   cancel(id: string): "cancelled" | "requested" | "already-finished" | null {
     const e = this.executions.get(id)
     if (!e) return null
-    if (e.state === "queued") {
-      e.state = "cancelled"
-      e.finishedAt = this.now
-      return "cancelled"
+    if (isEnded(e.state)) return "already-finished"
+    const result = this.cancelOne(e)
+    // The tree below, to any depth, through children in any state (a pruned one ends the path).
+    const seen = new Set([id])
+    const below = this.childrenOf(id)
+    while (below.length > 0) {
+      const c = below.shift()!
+      if (seen.has(c.id)) continue
+      seen.add(c.id)
+      if (!isEnded(c.state)) this.cancelOne(c)
+      below.push(...this.childrenOf(c.id))
     }
+    return result
+  }
+
+  /** Queued or waiting: cancelled now; running: asked to stop. */
+  private cancelOne(e: ModelExecution): "cancelled" | "requested" {
     if (e.state === "running") {
       e.cancelRequested = true
       return "requested"
     }
-    return "already-finished"
+    e.state = "cancelled"
+    e.finishedAt = this.now
+    this.ended(e)
+    return "cancelled"
   }
 
   remove(id: string): void {
     this.executions.delete(id)
     this.touched.add(id)
+    this.steps.delete(id)
+    this.touchedOrchestration.add(id)
   }
 }

@@ -11,6 +11,13 @@
  * per key), with rows carrying concurrency and rate keys from a small set; a limited
  * claim is checked exactly (ids in claim order, retryAt, the starts it logs) and against
  * the limits themselves (checkFlow).
+ *
+ * Orchestration: a running execution's child inserts (random steps, repeats included,
+ * now and then with an idempotency key already held), parks alone or in a batch (a
+ * sleep, a random subset of its children, a signal with or without a timeout), signals
+ * sent (to any execution, one waiting for a signal, or none) and taken, and cancels of
+ * a child or of a parent with its tree; each answer (ids, inserted, Kept/Woke/Ended/
+ * Missing, the payload taken) is checked exactly against the model.
  */
 import { expect } from "bun:test"
 import { Effect } from "effect"
@@ -18,6 +25,7 @@ import fc from "fast-check"
 import { retryOrFail } from "../../../src/jobs/RetryDecision.ts"
 import * as Failure from "../../../src/jobs/Failure.ts"
 import { defaultMaxPayloadBytes, prepare, prepareRetry } from "../../../src/runtime/Enqueue.ts"
+import type { Wait } from "../../../src/jobs/Wait.ts"
 import type { Execution, ExecutionError } from "../../../src/store/Execution.ts"
 import type { Outcome, Store } from "../../../src/store/Store.ts"
 import { byId, checkInvariants, fromModel, fromStore, type Real } from "./invariants.ts"
@@ -32,6 +40,7 @@ import {
   type ModelLimits,
   type ModelRate,
   type ModelStart,
+  never,
   scopes
 } from "./Model.ts"
 
@@ -206,7 +215,8 @@ class Claim extends Step {
       const before = m.executions.get(c.id)
       const otherLiveLease = before?.leaseOwner != null && before.leaseOwner !== this.workerId && before.leaseExpiresAt! >= m.now
       expect({ id: c.id, otherLiveLease }).toEqual({ id: c.id, otherLiveLease: false })
-      expect({ id: c.id, state: before?.state }).toEqual({ id: c.id, state: "queued" })
+      // Queued, or waiting and due (a parked execution resumes through a claim).
+      expect({ id: c.id, claimable: before?.state === "queued" || before?.state === "waiting" }).toEqual({ id: c.id, claimable: true })
     }
     claimed.forEach((c, i) => i > 0 && expect(claimOrder(claimed[i - 1]!, c)).toBeLessThan(0))
     expect(claimed.map((c) => c.id)).toEqual(expected.map((e) => e.id))
@@ -219,8 +229,17 @@ class Claim extends Step {
   }
 }
 
-/** How a worker ends an attempt. */
-type Ending = "succeeded" | "transient" | "permanent" | "cancelled" | "released"
+/** How a worker ends an attempt (`park`: the handler parked it, see {@link WaitSpec}). */
+type Ending = "succeeded" | "transient" | "permanent" | "cancelled" | "released" | "park"
+
+/** What a park waits for: a sleep of `ms`, a subset (bits) of the execution's children, or a signal with or without a timeout of `ms`. */
+interface WaitSpec {
+  readonly kind: "sleep" | "children" | "signal"
+  readonly ms: number
+  readonly bits: number
+  readonly signal: string
+  readonly until: boolean
+}
 /** How an outcome's fence is made wrong on purpose (a stale or foreign worker). */
 type Tamper = "none" | "owner" | "attempt"
 
@@ -230,6 +249,7 @@ interface FinishItem {
   readonly live: boolean
   readonly ending: Ending
   readonly tamper: Tamper
+  readonly wait: WaitSpec
 }
 
 const transientError: ExecutionError = { tag: "Boom", message: "boom", retryable: true, pretty: "Error: boom" }
@@ -240,18 +260,37 @@ const tampered = (h: Handle, tamper: Tamper): Fence =>
     ? { id: h.id, workerId: workers[(workers.indexOf(h.workerId as (typeof workers)[number]) + 1) % workers.length]!, attempt: h.attempt }
     : { id: h.id, workerId: h.workerId, attempt: tamper === "attempt" ? h.attempt - 1 : h.attempt }
 
-/** The outcome a WorkerPool records for a handle (see WorkerPool.outcomeOf). */
-const outcomeOf = (h: Handle, fence: Fence, ending: Ending, now: number): Outcome => {
-  const base = { ...fence, now, startedAt: h.startedAt }
-  switch (ending) {
+/** The wait and due time of a park by an execution, as ctx.sleep, awaitChildren and waitForSignal build them. */
+const parkOf = (m: Model, id: string, spec: WaitSpec): { readonly wait: Wait; readonly runAt: number } => {
+  switch (spec.kind) {
+    case "sleep":
+      return { wait: { kind: "sleep", step: "nap", until: m.now + spec.ms }, runAt: m.now + spec.ms }
+    case "children": {
+      const ids = m.childrenOf(id).map((c) => c.id).sort().filter((_, i) => (spec.bits >> i) % 2 === 1)
+      return { wait: { kind: "children", step: "join", ids }, runAt: never }
+    }
+    case "signal": {
+      const until = spec.until ? m.now + spec.ms : null
+      return { wait: { kind: "signal", step: spec.signal, signal: spec.signal, until }, runAt: until ?? never }
+    }
+  }
+}
+
+/** The outcome a WorkerPool records for a handle (see WorkerPool.outcomeOf), with the execution's parent as it carries it. */
+const outcomeOf = (m: Model, h: Handle, fence: Fence, item: Pick<FinishItem, "ending" | "wait">, now: number): Outcome => {
+  const parentId = m.executions.get(h.id)?.parentId ?? null
+  const base = { ...fence, now, startedAt: h.startedAt, parentId }
+  switch (item.ending) {
     case "succeeded":
       return { ...base, kind: "succeeded", result: JSON.stringify({ ok: h.attempt }) }
     case "cancelled":
       return { ...base, kind: "cancelled", error: Failure.cancelled }
     case "released":
-      return { ...fence, now, kind: "released" }
+      return { ...fence, now, kind: "released", parentId }
+    case "park":
+      return { ...fence, now, kind: "park", parentId, ...parkOf(m, h.id, item.wait) }
     default: {
-      const error = ending === "transient" ? transientError : permanentError
+      const error = item.ending === "transient" ? transientError : permanentError
       const job = jobs.get(h.job)!
       const fate = retryOrFail(job, { attempt: fence.attempt, retry: job.retry.snapshot }, error, 0, now)
       return fate.kind === "retry" ? { ...base, kind: "retry", runAt: fate.runAt, error } : { ...base, kind: "failed", error }
@@ -277,6 +316,13 @@ const applyOutcome = (m: Model, o: Outcome, expired: boolean, h?: Handle): void 
       return m.cancelRunning(e, o.error?.tag ?? null)
     case "released":
       return m.release(e, h!)
+    case "park": {
+      const attempt = e.attempt
+      m.park(e, h!, o.runAt, o.wait)
+      // Parked attempts are not charged.
+      expect({ id: e.id, attempt: e.attempt }).toEqual({ id: e.id, attempt: attempt - 1 })
+      return
+    }
   }
 }
 
@@ -302,7 +348,7 @@ class Finish extends Step {
       if (seen.has(h.id)) return []
       seen.add(h.id)
       const fence = tampered(h, item.tamper)
-      return [{ h, outcome: outcomeOf(h, fence, item.ending, m.now), applies: m.passesFence(fence) }]
+      return [{ h, outcome: outcomeOf(m, h, fence, item, m.now), applies: m.passesFence(fence) }]
     })
     const fenced = plans.filter((p) => !p.applies).map((p) => p.outcome.id)
     const before = await r.run((s) => Effect.forEach(fenced, (id) => snapshot(s, id)))
@@ -313,7 +359,36 @@ class Finish extends Step {
     for (const p of plans) if (p.applies) applyOutcome(m, p.outcome, false, p.h)
   }
   toString() {
-    return `finish(${this.items.map((i) => `${i.live ? "live" : "any"}#${i.pick} ${i.ending}${i.tamper === "none" ? "" : ` tamper=${i.tamper}`}`).join("; ")})`
+    const wait = (w: WaitSpec) =>
+      w.kind === "sleep" ? `sleep ${w.ms}` : w.kind === "children" ? `children bits=${w.bits}` : `signal ${w.signal}${w.until ? ` until +${w.ms}` : ""}`
+    return `finish(${
+      this.items.map((i) => `${i.live ? "live" : "any"}#${i.pick} ${i.ending}${i.ending === "park" ? ` (${wait(i.wait)})` : ""}${i.tamper === "none" ? "" : ` tamper=${i.tamper}`}`)
+        .join("; ")
+    })`
+  }
+}
+
+/** A handler parking its live attempt alone (ctx.sleep, awaitChildren, waitForSignal): a Finish of one park, more often than in a mixed batch. */
+class Park extends Step {
+  constructor(readonly pick: number, readonly wait: WaitSpec) {
+    super()
+  }
+  override check(m: Readonly<Model>) {
+    return m.handles.some((h) => m.passesFence(h))
+  }
+  async apply(m: Model, r: Real) {
+    const live = m.handles.filter((h) => m.passesFence(h))
+    // A wait for children by a parent that has some, if there is one (else it is due at once).
+    const parents = live.filter((h) => m.childrenOf(h.id).length > 0)
+    const from = this.wait.kind === "children" && parents.length > 0 ? parents : live
+    const h = from[this.pick % from.length]!
+    const outcome = outcomeOf(m, h, { id: h.id, workerId: h.workerId, attempt: h.attempt }, { ending: "park", wait: this.wait }, m.now)
+    expect(await r.run((s) => s.executionsFinish([outcome]))).toEqual([true])
+    applyOutcome(m, outcome, false, h)
+  }
+  toString() {
+    const w = this.wait
+    return `park(live#${this.pick}, ${w.kind === "sleep" ? `sleep ${w.ms}` : w.kind === "children" ? `children bits=${w.bits}` : `signal ${w.signal}${w.until ? ` until +${w.ms}` : ""}`})`
   }
 }
 
@@ -356,7 +431,7 @@ class Reap extends Step {
 
     const outcomes = found.filter((e) => e.leaseOwner !== null).map((e): Outcome => {
       const fate = retryOrFail(jobs.get(e.job), e, Failure.leaseExpired, 0, m.now)
-      const base = { id: e.id, workerId: e.leaseOwner!, attempt: e.attempt, now: m.now, startedAt: e.startedAt ?? m.now, error: Failure.leaseExpired, expired: true }
+      const base = { id: e.id, workerId: e.leaseOwner!, attempt: e.attempt, now: m.now, startedAt: e.startedAt ?? m.now, error: Failure.leaseExpired, expired: true, parentId: e.parentId }
       return fate.kind === "retry" ? { ...base, kind: "retry", runAt: fate.runAt } : { ...base, kind: "failed" }
     })
     const applied = await r.run((s) => s.executionsFinish(outcomes))
@@ -475,6 +550,146 @@ class Prune extends Step {
   }
 }
 
+/** One child insert, as a running execution's ctx.enqueue makes it. */
+interface ChildItem {
+  readonly pick: number
+  readonly step: string
+  readonly job: string
+  readonly n: number
+  readonly delayMs: number
+  readonly key: string | undefined
+}
+
+/**
+ * A running execution's ctx.enqueue (executionsInsertChild): a child exactly once per
+ * (parent, step) — a repeat returns the first child's id and inserts nothing — with
+ * the step recorded (output: the child's id as JSON). A child with an idempotency key
+ * already held returns the holder, as any enqueue.
+ */
+class InsertChild extends Step {
+  constructor(readonly item: ChildItem) {
+    super()
+  }
+  override check(m: Readonly<Model>) {
+    return [...m.executions.values()].some((e) => e.state === "running")
+  }
+  async apply(m: Model, r: Real) {
+    const running = [...m.executions.values()].filter((e) => e.state === "running").sort((a, b) => (a.id < b.id ? -1 : 1))
+    const parent = running[this.item.pick % running.length]!
+    const job = jobs.get(this.item.job)!
+    const row = Effect.runSync(prepare(job, { n: this.item.n }, { idempotencyKey: this.item.key, delayMs: this.item.delayMs }, m.now, defaultMaxPayloadBytes))
+    const result = await r.run((s) => s.executionsInsertChild({ parentId: parent.id, step: this.item.step, attempt: parent.attempt, row }))
+    const before = m.childrenOf(parent.id).find((c) => c.parentStep === this.item.step)
+    const byKey = row.idempotencyKey === null ? undefined : m.byKey(job.id, row.idempotencyKey)
+    let expected: { id: string; inserted: boolean }
+    if (before !== undefined) expected = { id: before.id, inserted: false }
+    else if (byKey !== undefined) expected = { id: byKey.id, inserted: false }
+    else {
+      m.insert({
+        id: row.id,
+        job: job.id,
+        queue: job.queue,
+        priority: job.priority,
+        maxAttempts: job.retry.snapshot.attempts,
+        idempotencyKey: row.idempotencyKey,
+        retryOf: null,
+        payload: { n: this.item.n },
+        runAt: m.now + this.item.delayMs,
+        concurrencyKey: null,
+        rateKey: null,
+        parentId: parent.id,
+        parentStep: this.item.step
+      })
+      expected = { id: row.id, inserted: true }
+    }
+    expect(result).toEqual(expected)
+    if (before === undefined) m.saveStep(parent.id, { name: this.item.step, output: JSON.stringify(expected.id), attempt: parent.attempt, createdAt: m.now })
+  }
+  toString() {
+    return `insertChild(running#${this.item.pick}, step=${this.item.step}, ${this.item.job} n=${this.item.n} delay=${this.item.delayMs} key=${JSON.stringify(this.item.key)})`
+  }
+}
+
+/** The Client's signal: refused for a missing or ended execution, else kept, and waking it if it waits for that signal. */
+class SendSignal extends Step {
+  constructor(readonly pick: number, readonly name: string, readonly n: number) {
+    super()
+  }
+  async apply(m: Model, r: Real) {
+    // Now and then an id that never existed; half the time one waiting for a signal, if any.
+    const waiting = [...m.executions.values()].filter((e) => e.state === "waiting" && e.wait?.kind === "signal").map((e) => e.id).sort()
+    const id = this.pick % 10 === 9 || m.everSeen.length === 0
+      ? "no-such-execution"
+      : this.pick % 2 === 0 && waiting.length > 0
+      ? waiting[(this.pick >> 1) % waiting.length]!
+      : m.everSeen[this.pick % m.everSeen.length]!
+    const payload = JSON.stringify({ v: this.n })
+    const result = await r.run((s) => s.signalsSend({ id, name: this.name, payload, now: m.now }))
+    expect({ id, result }).toEqual({ id, result: m.sendSignal(id, this.name, payload) })
+  }
+  toString() {
+    return `signal(#${this.pick}, ${this.name}, v=${this.n})`
+  }
+}
+
+/** A running attempt's ctx.waitForSignal taking a kept signal (oldest first, once), recorded as its step. */
+class TakeSignal extends Step {
+  constructor(readonly pick: number, readonly name: string) {
+    super()
+  }
+  override check(m: Readonly<Model>) {
+    return m.handles.some((h) => m.passesFence(h))
+  }
+  async apply(m: Model, r: Real) {
+    const live = m.handles.filter((h) => m.passesFence(h))
+    const h = live[this.pick % live.length]!
+    const e = m.executions.get(h.id)!
+    const taken = await r.run((s) => s.signalsTake({ id: h.id, name: this.name, step: this.name, attempt: h.attempt, now: m.now }))
+    expect({ id: h.id, taken }).toEqual({ id: h.id, taken: m.takeSignal(e, this.name, this.name) })
+  }
+  toString() {
+    return `takeSignal(live#${this.pick}, ${this.name})`
+  }
+}
+
+/** The Client's cancel of a child (its waiting parent may be due once it ends: at once if queued or waiting, or when its running attempt stops). */
+class CancelChild extends Step {
+  constructor(readonly pick: number) {
+    super()
+  }
+  override check(m: Readonly<Model>) {
+    return [...m.executions.values()].some((e) => e.parentId !== null)
+  }
+  async apply(m: Model, r: Real) {
+    const children = [...m.executions.values()].filter((e) => e.parentId !== null).map((e) => e.id).sort()
+    const id = children[this.pick % children.length]!
+    const result = await r.run((s) => s.executionsCancel({ id, now: m.now }))
+    expect({ id, result }).toEqual({ id, result: m.cancel(id) })
+  }
+  toString() {
+    return `cancelChild(#${this.pick})`
+  }
+}
+
+/** The Client's cancel of an execution that has children: it, and the whole tree below, cancelled or asked to stop. */
+class CancelTree extends Step {
+  constructor(readonly pick: number) {
+    super()
+  }
+  override check(m: Readonly<Model>) {
+    return [...m.executions.values()].some((e) => e.parentId !== null)
+  }
+  async apply(m: Model, r: Real) {
+    const parents = [...new Set([...m.executions.values()].flatMap((e) => (e.parentId === null ? [] : [e.parentId])))].sort()
+    const id = parents[this.pick % parents.length]!
+    const result = await r.run((s) => s.executionsCancel({ id, now: m.now }))
+    expect({ id, result }).toEqual({ id, result: m.cancel(id) })
+  }
+  toString() {
+    return `cancelTree(#${this.pick})`
+  }
+}
+
 const jobIds = [...jobs.keys()]
 const worker = fc.constantFrom(...workers)
 const pick = fc.nat({ max: 1_000 })
@@ -489,11 +704,32 @@ const enqueueItem: fc.Arbitrary<EnqueueItem> = fc.record({
   rateKey: fc.option(fc.constantFrom("a", "b"), { nil: null })
 })
 
+const signalName = fc.constantFrom("go", "stop")
+
+const waitSpec: fc.Arbitrary<WaitSpec> = fc.record({
+  kind: fc.constantFrom<WaitSpec["kind"]>("sleep", "children", "children", "signal"),
+  ms: fc.constantFrom(1, 1_000, 5_000, 30_000),
+  bits: fc.nat({ max: 255 }),
+  signal: signalName,
+  until: fc.boolean()
+})
+
 const finishItem: fc.Arbitrary<FinishItem> = fc.record({
   pick,
   live: fc.constantFrom(true, true, false),
-  ending: fc.constantFrom<Ending>("succeeded", "succeeded", "transient", "transient", "permanent", "cancelled", "released"),
-  tamper: fc.constantFrom<Tamper>("none", "none", "none", "owner", "attempt")
+  ending: fc.constantFrom<Ending>("succeeded", "succeeded", "transient", "transient", "permanent", "cancelled", "released", "park", "park"),
+  tamper: fc.constantFrom<Tamper>("none", "none", "none", "owner", "attempt"),
+  wait: waitSpec
+})
+
+const childItem: fc.Arbitrary<ChildItem> = fc.record({
+  // Mostly the oldest running executions, so parents gather several children before they park.
+  pick: fc.constantFrom(0, 0, 0, 1, 2),
+  step: fc.constantFrom("a", "b", "c"),
+  job: fc.constantFrom(...jobs.keys()),
+  n: fc.nat({ max: 99 }),
+  delayMs: fc.constantFrom(0, 0, 1_000),
+  key: fc.option(fc.constantFrom("a", "k"), { nil: undefined, freq: 6 })
 })
 
 const enqueue = fc.array(enqueueItem, { minLength: 1, maxLength: 3 }).map((items) => new Enqueue(items))
@@ -506,6 +742,18 @@ const finish = fc.array(finishItem, { minLength: 1, maxLength: 3 }).map((items) 
 export const commandArbitraries: Array<fc.Arbitrary<Step>> = [
   enqueue, enqueue, enqueue, enqueue, advance, advance, claim, claim, claim, claim, claim, finish, finish, finish,
   worker.map((w) => new Heartbeat(w)),
+  childItem.map((i) => new InsertChild(i)),
+  childItem.map((i) => new InsertChild(i)),
+  childItem.map((i) => new InsertChild(i)),
+  childItem.map((i) => new InsertChild(i)),
+  fc.tuple(pick, signalName, fc.nat({ max: 9 })).map(([p, name, n]) => new SendSignal(p, name, n)),
+  fc.tuple(pick, signalName, fc.nat({ max: 9 })).map(([p, name, n]) => new SendSignal(p, name, n)),
+  fc.tuple(pick, signalName).map(([p, name]) => new TakeSignal(p, name)),
+  pick.map((p) => new CancelTree(p)),
+  fc.tuple(pick, waitSpec).map(([p, w]) => new Park(p, w)),
+  fc.tuple(pick, waitSpec).map(([p, w]) => new Park(p, w)),
+  fc.tuple(pick, waitSpec).map(([p, w]) => new Park(p, w)),
+  pick.map((p) => new CancelChild(p)),
   fc.integer({ min: 1, max: 5 }).map((limit) => new Reap(limit)),
   pick.map((p) => new Cancel(p)),
   pick.map((p) => new ManualRetry(p)),
