@@ -9,7 +9,7 @@
 import { Clock, Duration, Effect, Option, Schema } from "effect"
 import type { Job, JobContext } from "../jobs/Job.ts"
 import { jsonCodecOf } from "../jobs/JsonCodec.ts"
-import { PermanentFailure } from "../jobs/errors.ts"
+import { InvalidEnqueueOption, PermanentFailure } from "../jobs/errors.ts"
 import { maxTime } from "../jobs/TimeRange.ts"
 import type { ChildOutcome, Wait } from "../jobs/Wait.ts"
 import { isRefusal, prepareRow } from "../runtime/Enqueue.ts"
@@ -72,6 +72,13 @@ export const makeOrchestration = (h: RunHooks): Pick<JobContext, "enqueue" | "aw
         yield* h.claimName(name)
         const previous = yield* stored(name)
         if (previous) return JSON.parse(previous.output) as string
+        if (options.dedupe === "active" || options.dedupe === "replace") {
+          return yield* Effect.fail(new InvalidEnqueueOption({
+            job: job.id,
+            option: "dedupe",
+            message: `dedupe "${options.dedupe}" for the child ${job.id} of ${execution.id}: a child is already enqueued once per step name; use an idempotency key (mode forever) to share one execution`
+          }))
+        }
         const now = yield* Clock.currentTimeMillis
         const context = yield* Effect.context<never>()
         const row = prepareRow(job, payload, options, now, h.maxPayloadBytes, traceContextOf(context))

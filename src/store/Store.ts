@@ -311,7 +311,7 @@ export class Store extends Context.Service<Store, {
   /**
    * Deletes up to `limit` finished executions — succeeded ones finished before
    * `succeededBefore`, failed or cancelled ones before `failedBefore` — with their
-   * attempts, steps and logs, in one transaction, and up to `limit` schedule fires due
+   * attempts, steps, logs and signals, in one transaction, and up to `limit` schedule fires due
    * before `failedBefore`; returns how many executions.
    */
   readonly executionsPrune: (req: { readonly succeededBefore: number; readonly failedBefore: number; readonly limit: number }) => Effect.Effect<number, StoreError>

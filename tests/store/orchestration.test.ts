@@ -135,6 +135,9 @@ for (const driver of drivers) {
       await run((s) => s.executionsFinish([{ id: p.id, workerId: "w1", attempt: 1, now: 700, startedAt: 500, kind: "succeeded", result: null }]))
       expect(await run((s) => s.signalsSend({ id: p.id, name: "go", payload: "3", now: 800 }))).toEqual({ _tag: "Ended", state: "succeeded" })
       expect(await run((s) => s.signalsSend({ id: "nope", name: "go", payload: "3", now: 800 }))).toEqual({ _tag: "Missing" })
+      // A pruned execution takes its signals with it.
+      expect(await run((s) => s.executionsPrune({ succeededBefore: 10_000, failedBefore: 10_000, limit: 10 }))).toBe(1)
+      expect(await run((s) => s.signalsList(p.id))).toEqual([])
     })
 
     test("a cancel reaches the parent's tree: queued and waiting at once, running asked", async () => {

@@ -337,6 +337,7 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
           steps AS (DELETE FROM roster_steps WHERE execution_id IN (SELECT id FROM doomed)),
           logs AS (DELETE FROM roster_logs WHERE execution_id IN (SELECT id FROM doomed)),
           drops AS (DELETE FROM roster_log_drops WHERE execution_id IN (SELECT id FROM doomed)),
+          signals AS (DELETE FROM roster_signals WHERE execution_id IN (SELECT id FROM doomed)),
           executions AS (DELETE FROM roster_executions WHERE id IN (SELECT id FROM doomed) RETURNING 1),
           -- Schedule history goes with the longer (failed) retention, as on SQLite.
           fires AS (DELETE FROM roster_schedule_fires WHERE (schedule_id, due_at) IN

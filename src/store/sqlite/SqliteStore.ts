@@ -216,7 +216,7 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
       WHERE (state = 'succeeded' AND finished_at < ?1) OR (state IN ('failed', 'cancelled') AND finished_at < ?2)
       LIMIT ?3`
   )
-  const pruneTables = ["roster_attempts", "roster_steps", "roster_logs", "roster_log_drops"] as const
+  const pruneTables = ["roster_attempts", "roster_steps", "roster_logs", "roster_log_drops", "roster_signals"] as const
   const pruneDeletes = [
     ...pruneTables.map((t) => db.query(`DELETE FROM ${t} WHERE execution_id IN (SELECT value FROM json_each(?))`)),
     db.query("DELETE FROM roster_executions WHERE id IN (SELECT value FROM json_each(?))")
