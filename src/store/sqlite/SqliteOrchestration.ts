@@ -24,8 +24,11 @@ export const makeSqliteOrchestration = (db: Database, insertOne: (r: InsertReque
       RETURNING state`
   )
   /** A waiting parent whose awaited children have all ended is due now. */
-  const childrenDone = `NOT EXISTS (SELECT 1 FROM roster_executions c
-        WHERE c.parent_id = p.id AND c.id IN (SELECT value FROM json_each(p.wait, '$.ids')) AND c.state IN ('queued','running','waiting'))`
+  // Driven by the wait's id list (a primary-key lookup per id, stopping at the first
+  // active child): with the ids as an IN list instead, SQLite re-reads the list for every
+  // child row and a fan-in of 10,000 children never finishes (bench/RESULTS.md).
+  const childrenDone = `NOT EXISTS (SELECT 1 FROM json_each(p.wait, '$.ids') j JOIN roster_executions c ON c.id = j.value
+        WHERE c.parent_id = p.id AND c.state IN ('queued','running','waiting'))`
   const wakeIfChildrenDone = db.query<never, [number, string]>(
     `UPDATE roster_executions AS p SET run_at = ?1
       WHERE p.id = ?2 AND p.state = 'waiting' AND p.run_at > ?1 AND p.wait ->> '$.kind' = 'children' AND ${childrenDone}`
