@@ -94,7 +94,7 @@ for (const backend of backends) {
       const r = await wait.wait(60_000)
       expect(r.code, tail(r.stderr)).toBe(1)
       expect(parseJsonOutput<{ state: string }>(r).state).toBe("failed")
-      expect(r.stderr.trim().split("\n")).toHaveLength(1)
+      expect(r.stderr.trim().split("\n"), r.stderr).toHaveLength(1)
     }, 90_000)
 
     test("--timeout 200ms on a queued execution with no worker exits 1 with one line", async () => {

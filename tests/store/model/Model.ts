@@ -190,7 +190,7 @@ export class Model {
   readonly queueStates = new Map<string, number | null>()
   /** Step rows per execution (child inserts and signal takes record them); dropped with a pruned execution. */
   readonly steps = new Map<string, Array<ModelStep>>()
-  /** Signals per execution, in the order sent (kept by the store even once the execution is pruned). */
+  /** Signals per execution, in the order sent; dropped with a pruned execution. */
   readonly signals = new Map<string, Array<ModelSignal>>()
   /** When each execution ever ended, never forgotten (pruned children's ends still bound their parent's wake-up). */
   readonly endedAt = new Map<string, number>()
@@ -587,6 +587,7 @@ export class Model {
     this.executions.delete(id)
     this.touched.add(id)
     this.steps.delete(id)
+    this.signals.delete(id)
     this.touchedOrchestration.add(id)
   }
 }
