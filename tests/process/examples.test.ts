@@ -37,7 +37,7 @@ describe("examples/promise-app", () => {
     expect(r.stdout).toMatch(new RegExp(`succeeded "hello" +sha256=${sha256("hello")}\n`))
     expect(r.stdout).toMatch(new RegExp(`succeeded "world" +sha256=${sha256("world")}\n`))
     expect(r.stdout).toMatch(/failed +"" +error: nothing to hash\n/)
-    expect(r.stdout).toContain(`counts: {"queued":0,"running":0,"succeeded":2,"failed":1,"cancelled":0}`)
+    expect(r.stdout).toContain(`counts: {"queued":0,"running":0,"waiting":0,"succeeded":2,"failed":1,"cancelled":0}`)
     // The permanent failure was not retried.
     expect(s.count("SELECT COUNT(*) FROM roster_attempts WHERE outcome = 'failed'")).toBe(1)
     expect(s.count("SELECT MAX(attempt) FROM roster_executions")).toBe(1)
