@@ -14,71 +14,17 @@
  * (the claim's time). Starts and ends come from each worker's own clock; all run on this
  * machine. Only the limits are asserted, never how fast anything ran.
  */
-import { Database } from "bun:sqlite"
-import { PgClient } from "@effect/sql-pg"
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
-import { ManagedRuntime, Redacted } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { Interval } from "../fixtures/flow-apps/apps/flow/jobs.ts"
-import { freshSchema, pgAdmin, urlWithSchema } from "../store/drivers.ts"
+import { type Backend, postgresBackend, sqliteBackend } from "../support/backends.ts"
 import { pgUrl, requireService } from "../support/env.ts"
 import { ndjson, parseJsonOutput, repoRoot, type RosterProcess, spawnRoster, tail, waitFor, workerIdOf } from "../support/processes.ts"
 
 /** Workers run here, so they read this folder's roster.config.ts (queues and their limits). */
 const flowProject = join(repoRoot, "tests/fixtures/flow-apps")
-
-/** A database the tests' processes share, and a way to read it. */
-interface Backend {
-  readonly name: string
-  /** ROSTER_DB for the children. */
-  readonly db: string
-  readonly setup: () => Promise<void>
-  readonly all: <Row>(sql: string) => Promise<ReadonlyArray<Row>>
-  readonly cleanup: () => Promise<void>
-}
-
-const sqliteBackend = (): Backend => {
-  const dir = mkdtempSync(join(tmpdir(), "roster-flow-"))
-  const db = join(dir, "roster.db")
-  let connection: Database | undefined
-  return {
-    name: "sqlite",
-    db,
-    setup: async () => undefined,
-    all: async <Row>(sql: string) => {
-      if (connection === undefined) {
-        connection = new Database(db)
-        connection.run("PRAGMA busy_timeout = 30000")
-      }
-      return connection.query<Row, []>(sql).all()
-    },
-    cleanup: async () => {
-      connection?.close(false)
-      }
-  }
-}
-
-const postgresBackend = (base: string): Backend => {
-  const schema = freshSchema("roster_flow")
-  const url = urlWithSchema(base, schema)
-  let client: ManagedRuntime.ManagedRuntime<SqlClient, unknown> | undefined
-  return {
-    name: "postgres",
-    db: url,
-    setup: () => pgAdmin(base, `CREATE SCHEMA "${schema}"`),
-    all: <Row>(sql: string) => {
-      client ??= ManagedRuntime.make(PgClient.layer({ url: Redacted.make(url), maxConnections: 2 }))
-      return client.runPromise(SqlClient.use((c) => c.unsafe<Row & object>(sql))) as Promise<ReadonlyArray<Row>>
-    },
-    cleanup: async () => {
-      await client?.dispose()
-      await pgAdmin(base, `DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined)
-    }
-  }
-}
 
 /** The most intervals open at one instant (an interval ending at t does not overlap one starting at t). */
 const maxOverlap = (intervals: ReadonlyArray<{ readonly start: number; readonly end: number }>): number => {
@@ -296,12 +242,12 @@ const suite = (makeBackend: () => Backend) => {
 }
 
 describe("flow control across processes on SQLite", () => {
-  suite(sqliteBackend)
+  suite(() => sqliteBackend(mkdtempSync(join(tmpdir(), "roster-flow-")), { removeDir: true }))
 })
 
 const pg = requireService("postgres")
 describe.skipIf(pg.skip)("flow control across processes on PostgreSQL", () => {
-  suite(() => postgresBackend(pgUrl()!))
+  suite(() => postgresBackend(pgUrl()!, "roster_flow"))
 })
 
 afterAll(() => {

@@ -16,17 +16,13 @@
  * Roster recorded (states, attempts and their outcomes, steps) is read from the store.
  * No timing is asserted; every wait is bounded generously.
  */
-import { Database } from "bun:sqlite"
-import { PgClient } from "@effect/sql-pg"
 import { afterAll, afterEach, beforeEach, describe, expect, test } from "bun:test"
-import { ManagedRuntime, Redacted } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Roster } from "../../src/index.ts"
 import type { Mark } from "../fixtures/orch-apps/apps/orch/jobs.ts"
-import { freshSchema, pgAdmin, urlWithSchema } from "../store/drivers.ts"
+import { type Backend, postgresBackend, sqliteBackend } from "../support/backends.ts"
 import { pgUrl, requireService } from "../support/env.ts"
 import { attemptsCte, parseJsonOutput, repoRoot, type RosterProcess, spawnRoster, tail, waitFor, workerIdOf } from "../support/processes.ts"
 
@@ -35,53 +31,6 @@ const orchProject = join(repoRoot, "tests/fixtures/orch-apps")
 
 /** Short leases so a kill is recovered within the test; heartbeats and sweeps well inside them. */
 const leaseEnv = { ROSTER_LEASE_MS: "2000", ROSTER_HEARTBEAT_MS: "500", ROSTER_REAP_MS: "500", ROSTER_WATCH_MS: "50" }
-
-/** A database the tests' processes share, and a way to read it. */
-interface Backend {
-  readonly name: string
-  /** ROSTER_DB for the children. */
-  readonly db: string
-  readonly setup: () => Promise<void>
-  readonly all: <Row>(sql: string) => Promise<ReadonlyArray<Row>>
-  readonly cleanup: () => Promise<void>
-}
-
-const sqliteBackend = (dir: string): Backend => {
-  const db = join(dir, "roster.db")
-  let connection: Database | undefined
-  return {
-    name: "sqlite",
-    db,
-    setup: async () => undefined,
-    all: async <Row>(sql: string) => {
-      if (connection === undefined) {
-        connection = new Database(db)
-        connection.run("PRAGMA busy_timeout = 30000")
-      }
-      return connection.query<Row, []>(sql).all()
-    },
-    cleanup: async () => connection?.close(false)
-  }
-}
-
-const postgresBackend = (base: string): Backend => {
-  const schema = freshSchema("roster_orch")
-  const url = urlWithSchema(base, schema)
-  let client: ManagedRuntime.ManagedRuntime<SqlClient, unknown> | undefined
-  return {
-    name: "postgres",
-    db: url,
-    setup: () => pgAdmin(base, `CREATE SCHEMA "${schema}"`),
-    all: <Row>(sql: string) => {
-      client ??= ManagedRuntime.make(PgClient.layer({ url: Redacted.make(url), maxConnections: 2 }))
-      return client.runPromise(SqlClient.use((c) => c.unsafe<Row & object>(sql))) as Promise<ReadonlyArray<Row>>
-    },
-    cleanup: async () => {
-      await client?.dispose()
-      await pgAdmin(base, `DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined)
-    }
-  }
-}
 
 /** A small seeded generator (mulberry32), so a run's kill schedule can be replayed with ORCH_SEED. */
 const seeded = (seed: number) => () => {
@@ -373,7 +322,7 @@ describe("orchestration across processes on SQLite", () => {
 
 const pg = requireService("postgres")
 describe.skipIf(pg.skip)("orchestration across processes on PostgreSQL", () => {
-  suite(() => postgresBackend(pgUrl()!))
+  suite(() => postgresBackend(pgUrl()!, "roster_orch"))
 })
 
 afterAll(() => {

@@ -5,11 +5,11 @@
  * the holder is running, takes the key from it and inserts anew. Rows of one batch are
  * taken in order; forever and dedupe keys of the same text do not meet.
  */
-import { afterEach, beforeEach, describe, expect, test } from "bun:test"
+import { describe, expect, test } from "bun:test"
 import { Effect, Fiber } from "effect"
 import { type InsertRequest, type Outcome, Store, type StoreChange } from "../../src/store/Store.ts"
 import { waitFor } from "../support/processes.ts"
-import { drivers, withStore, type StoreFixture } from "./drivers.ts"
+import { drivers, freshStoreEach, type StoreFixture, withStore } from "./drivers.ts"
 import { row } from "./rows.ts"
 
 const claim = (over: Partial<{ workerId: string; now: number; limit: number }> = {}) => ({
@@ -29,14 +29,8 @@ const boom = { tag: "Boom", message: "boom", retryable: true, pretty: "Boom: boo
 
 for (const driver of drivers) {
   describe(`dedupe modes (${driver.name})`, () => {
-    let f: StoreFixture
-    beforeEach(async () => {
-      f = driver.make()
-      await withStore(f, (s) => s.migrate)
-    })
-    afterEach(async () => {
-      await f.dispose()
-    })
+    let f!: StoreFixture
+    freshStoreEach(driver, (fixture) => (f = fixture))
 
     const insert = (...rows: Array<InsertRequest>) => withStore(f, (s) => s.executionsInsert(rows))
     const get = async (id: string) => (await withStore(f, (s) => s.executionsGet(id)))!

@@ -5,6 +5,7 @@
  * is dropped again on dispose — providing both the Store and the ScheduleStore.
  */
 import { PgClient } from "@effect/sql-pg"
+import { afterEach, beforeEach } from "bun:test"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -101,3 +102,19 @@ export const withStore = <A, E>(f: StoreFixture, body: (store: Store["Service"])
 /** Runs an Effect against the fixture's ScheduleStore. */
 export const withSchedules = <A, E>(f: StoreFixture, body: (store: ScheduleStore["Service"]) => Effect.Effect<A, E>) =>
   f.run(ScheduleStore.use(body))
+
+/**
+ * Before each test of the enclosing describe, a fresh migrated store of `driver`, handed
+ * to `use` (the test file keeps it); disposed after the test.
+ */
+export const freshStoreEach = (driver: Driver, use: (f: StoreFixture) => void): void => {
+  let f: StoreFixture
+  beforeEach(async () => {
+    f = driver.make()
+    use(f)
+    await withStore(f, (s) => s.migrate)
+  })
+  afterEach(async () => {
+    await f.dispose()
+  })
+}

@@ -5,11 +5,11 @@
  * `executions show`. The pure functions first, then the store read they count from
  * (queuesHeldBack) on every driver, with real claims making the limits bite.
  */
-import { afterEach, beforeEach, describe, expect, test } from "bun:test"
+import { describe, expect, test } from "bun:test"
 import { heldBackOf, holdCauseOf, limitsOfQueue, periodText, rateLimitView, whyNotStarted } from "../../src/store/FlowExplain.ts"
 import { type ClaimLimits, flowStateOf, jobScope, keyScope, queueScope } from "../../src/store/FlowRules.ts"
 import type { LiveWorker, QueueFlow } from "../../src/store/Store.ts"
-import { drivers, type StoreFixture, withStore } from "./drivers.ts"
+import { drivers, freshStoreEach, type StoreFixture, withStore } from "./drivers.ts"
 import { row } from "./rows.ts"
 
 const none: ClaimLimits = { globalConcurrency: null, rateLimit: null, jobs: {} }
@@ -165,14 +165,8 @@ describe("limitsOfQueue", () => {
 
 for (const driver of drivers) {
   describe(`queuesHeldBack (${driver.name})`, () => {
-    let f: StoreFixture
-    beforeEach(async () => {
-      f = driver.make()
-      await withStore(f, (s) => s.migrate)
-    })
-    afterEach(async () => {
-      await f.dispose()
-    })
+    let f!: StoreFixture
+    freshStoreEach(driver, (fixture) => (f = fixture))
 
     const limits: ClaimLimits = {
       globalConcurrency: 10,

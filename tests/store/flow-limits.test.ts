@@ -6,10 +6,10 @@
  * sliding window, say when the next start is allowed, and count retries; a paused
  * queue gives nothing; claims racing from two connections never exceed a limit.
  */
-import { afterEach, beforeEach, describe, expect, test } from "bun:test"
+import { describe, expect, test } from "bun:test"
 import type { ClaimLimits } from "../../src/store/FlowRules.ts"
 import type { InsertRequest } from "../../src/store/Store.ts"
-import { drivers, type StoreFixture, withStore } from "./drivers.ts"
+import { drivers, freshStoreEach, type StoreFixture, withStore } from "./drivers.ts"
 import { row } from "./rows.ts"
 
 const none: ClaimLimits = { globalConcurrency: null, rateLimit: null, jobs: {} }
@@ -29,14 +29,8 @@ const keyed = (key: string, over: Partial<InsertRequest> = {}) => row({ concurre
 
 for (const driver of drivers) {
   describe(`flow limits (${driver.name})`, () => {
-    let f: StoreFixture
-    beforeEach(async () => {
-      f = driver.make()
-      await withStore(f, (s) => s.migrate)
-    })
-    afterEach(async () => {
-      await f.dispose()
-    })
+    let f!: StoreFixture
+    freshStoreEach(driver, (fixture) => (f = fixture))
 
     const claimIds = async (req: ReturnType<typeof claim> & { readonly ending?: ReadonlyArray<string> }, fixture = f) =>
       (await withStore(fixture, (s) => s.executionsClaimLimited(req))).executions.map((e) => e.id)

@@ -4,11 +4,11 @@
  * sees no work in it, a resume makes its executions claimable again, and the pause is
  * stored, so another connection (another process) sees it. Any queue name is accepted.
  */
-import { afterEach, beforeEach, describe, expect, test } from "bun:test"
+import { describe, expect, test } from "bun:test"
 import { Effect, Fiber } from "effect"
 import { Store, type StoreChange } from "../../src/store/Store.ts"
 import { waitFor } from "../support/processes.ts"
-import { drivers, withStore, type StoreFixture } from "./drivers.ts"
+import { drivers, freshStoreEach, type StoreFixture, withStore } from "./drivers.ts"
 import { row } from "./rows.ts"
 
 const claim = (queue: string, over: Partial<{ workerId: string; now: number }> = {}) => ({
@@ -25,14 +25,8 @@ const work = (queues: ReadonlyArray<string>, now = 1_000) => ({ queues: queues.m
 
 for (const driver of drivers) {
   describe(`queue pause (${driver.name})`, () => {
-    let f: StoreFixture
-    beforeEach(async () => {
-      f = driver.make()
-      await withStore(f, (s) => s.migrate)
-    })
-    afterEach(async () => {
-      await f.dispose()
-    })
+    let f!: StoreFixture
+    freshStoreEach(driver, (fixture) => (f = fixture))
 
     test("a paused queue's due executions are not claimed; another queue's are", async () => {
       await withStore(f, (s) => s.executionsInsert([row({ queue: "mail" }), row({ queue: "mail" }), row({ queue: "other" })]))
