@@ -10,17 +10,9 @@ import { Effect, Fiber } from "effect"
 import { type InsertRequest, type Outcome, Store, type StoreChange } from "../../src/store/Store.ts"
 import { waitFor } from "../support/processes.ts"
 import { drivers, freshStoreEach, type StoreFixture, withStore } from "./drivers.ts"
-import { row } from "./rows.ts"
+import { claimOf, row } from "./rows.ts"
 
-const claim = (over: Partial<{ workerId: string; now: number; limit: number }> = {}) => ({
-  queue: "default",
-  jobs: ["app/job"],
-  workerId: "w1",
-  limit: 10,
-  now: 1_000,
-  leaseMs: 30_000,
-  ...over
-})
+const claim = claimOf
 
 const active = (key: string, over: Partial<InsertRequest> = {}) => row({ dedupeKey: key, dedupeMode: "active", ...over })
 const replace = (key: string, over: Partial<InsertRequest> = {}) => row({ dedupeKey: key, dedupeMode: "replace", ...over })

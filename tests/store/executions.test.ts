@@ -7,18 +7,10 @@ import { Effect } from "effect"
 import * as RetryPolicy from "../../src/jobs/RetryPolicy.ts"
 import type { Outcome } from "../../src/store/Store.ts"
 import { drivers, withStore, type StoreFixture } from "./drivers.ts"
-import { row } from "./rows.ts"
+import { claimOf, row } from "./rows.ts"
 
 
-const claim = (over: Partial<{ queue: string; jobs: Array<string>; workerId: string; limit: number; now: number; leaseMs: number }> = {}) => ({
-  queue: "default",
-  jobs: ["app/job"],
-  workerId: "w1",
-  limit: 10,
-  now: 1_000,
-  leaseMs: 30_000,
-  ...over
-})
+const claim = claimOf
 
 for (const driver of drivers) {
   describe(`store conformance (${driver.name})`, () => {

@@ -10,19 +10,13 @@ import { describe, expect, test } from "bun:test"
 import type { ClaimLimits } from "../../src/store/FlowRules.ts"
 import type { InsertRequest } from "../../src/store/Store.ts"
 import { drivers, freshStoreEach, type StoreFixture, withStore } from "./drivers.ts"
-import { row } from "./rows.ts"
+import { claimOf, row } from "./rows.ts"
 
 const none: ClaimLimits = { globalConcurrency: null, rateLimit: null, jobs: {} }
 
 const claim = (limits: Partial<ClaimLimits>, over: Partial<{ workerId: string; now: number; limit: number; jobs: ReadonlyArray<string> }> = {}) => ({
-  queue: "default",
-  jobs: ["app/job"],
-  workerId: "w1",
-  limit: 10,
-  now: 1_000,
-  leaseMs: 30_000,
-  limits: { ...none, ...limits },
-  ...over
+  ...claimOf(over),
+  limits: { ...none, ...limits }
 })
 
 const keyed = (key: string, over: Partial<InsertRequest> = {}) => row({ concurrencyKey: key, ...over })

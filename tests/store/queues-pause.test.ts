@@ -9,17 +9,9 @@ import { Effect, Fiber } from "effect"
 import { Store, type StoreChange } from "../../src/store/Store.ts"
 import { waitFor } from "../support/processes.ts"
 import { drivers, freshStoreEach, type StoreFixture, withStore } from "./drivers.ts"
-import { row } from "./rows.ts"
+import { claimOf, row } from "./rows.ts"
 
-const claim = (queue: string, over: Partial<{ workerId: string; now: number }> = {}) => ({
-  queue,
-  jobs: ["app/job"],
-  workerId: "w1",
-  limit: 10,
-  now: 1_000,
-  leaseMs: 30_000,
-  ...over
-})
+const claim = (queue: string, over: Partial<{ workerId: string; now: number }> = {}) => claimOf({ queue, ...over })
 
 const work = (queues: ReadonlyArray<string>, now = 1_000) => ({ queues: queues.map((queue) => ({ queue, jobs: ["app/job"] })), now })
 

@@ -3,7 +3,7 @@
  * test overrides where it matters.
  */
 import * as RetryPolicy from "../../src/jobs/RetryPolicy.ts"
-import type { InsertRequest } from "../../src/store/Store.ts"
+import type { ClaimRequest, InsertRequest } from "../../src/store/Store.ts"
 
 let seq = 0
 
@@ -24,3 +24,14 @@ export const row = (over: Partial<InsertRequest> = {}): InsertRequest => {
     ...over
   }
 }
+
+/** A claim of `app/job` on `default` by `w1` at 1,000, up to 10, leased for 30 s, as a test overrides it. */
+export const claimOf = (over: Partial<ClaimRequest> = {}): ClaimRequest => ({
+  queue: "default",
+  jobs: ["app/job"],
+  workerId: "w1",
+  limit: 10,
+  now: 1_000,
+  leaseMs: 30_000,
+  ...over
+})
