@@ -24,6 +24,9 @@ export interface RunHooks {
   /** The run's stored steps (loaded once) and the names this run used. */
   readonly steps: Effect.Effect<Map<string, Step>>
   readonly claimName: (name: string) => Effect.Effect<void>
+  /** Saves a step of this run (Steps.ts), and notes one the store saved with another write. */
+  readonly save: (name: string, output: string, createdAt: number) => Effect.Effect<void>
+  readonly remember: (name: string, output: string, createdAt: number) => Effect.Effect<void>
   /** Ends this run as parked with `wait`, due at `runAt`; never returns. */
   readonly park: (wait: Wait, runAt: number) => Effect.Effect<never>
   /** Tells this process's Dispatchers that new work on `queue` is due at `at`. */
@@ -35,14 +38,13 @@ export interface RunHooks {
 
 const ended = new Set(["succeeded", "failed", "cancelled"])
 
+/** The end of a wait of `duration` from `now`: whole ms, never before now, never past the latest storable time. */
+const untilAfter = (now: number, duration: Duration.Input): number =>
+  Math.min(maxTime, now + Math.max(0, Math.ceil(Duration.toMillis(Duration.fromInputUnsafe(duration)))))
+
 /** The orchestration functions of one run's context. */
 export const makeOrchestration = (h: RunHooks): Pick<JobContext, "enqueue" | "awaitChildren" | "sleep" | "waitForSignal"> => {
-  const { store, execution } = h
-  const save = (name: string, output: string, now: number) =>
-    Effect.gen(function*() {
-      yield* Effect.orDie(store.stepsSave({ executionId: execution.id, name, output, attempt: execution.attempt, createdAt: now }))
-      ;(yield* h.steps).set(name, { executionId: execution.id, name, output, attempt: execution.attempt, createdAt: now })
-    })
+  const { store, execution, save, remember } = h
   const stored = (name: string) => Effect.map(h.steps, (s) => s.get(name))
 
   /** Every child of this execution, newest first, paging through lists of 10,000. */
@@ -84,7 +86,7 @@ export const makeOrchestration = (h: RunHooks): Pick<JobContext, "enqueue" | "aw
         const row = prepareRow(job, payload, options, now, h.maxPayloadBytes, traceContextOf(context))
         if (isRefusal(row)) return yield* Effect.fail(row)
         const r = yield* Effect.orDie(store.executionsInsertChild({ parentId: execution.id, step: name, attempt: execution.attempt, row }))
-        ;(yield* h.steps).set(name, { executionId: execution.id, name, output: JSON.stringify(r.id), attempt: execution.attempt, createdAt: now })
+        yield* remember(name, JSON.stringify(r.id), now)
         if (r.inserted) h.wake(row.queue, row.runAt)
         return r.id
       }),
@@ -118,7 +120,7 @@ export const makeOrchestration = (h: RunHooks): Pick<JobContext, "enqueue" | "aw
         let until: number
         if (previous) until = (JSON.parse(previous.output) as { until: number }).until
         else {
-          until = Math.min(maxTime, now + Math.max(0, Math.ceil(Duration.toMillis(Duration.fromInputUnsafe(duration)))))
+          until = untilAfter(now, duration)
           yield* save(name, JSON.stringify({ until }), now)
         }
         if (now >= until) return
@@ -143,12 +145,12 @@ export const makeOrchestration = (h: RunHooks): Pick<JobContext, "enqueue" | "aw
         let until: number | null
         if (previous) until = (JSON.parse(previous.output) as { until: number | null }).until
         else {
-          until = options.timeout === undefined ? null : Math.min(maxTime, now + Math.max(0, Math.ceil(Duration.toMillis(Duration.fromInputUnsafe(options.timeout)))))
+          until = options.timeout === undefined ? null : untilAfter(now, options.timeout)
           yield* save(deadlineStep, JSON.stringify({ until }), now)
         }
         const taken = yield* Effect.orDie(store.signalsTake({ id: execution.id, name, step: name, attempt: execution.attempt, now }))
         if (taken !== null) {
-          ;(yield* h.steps).set(name, { executionId: execution.id, name, output: taken, attempt: execution.attempt, createdAt: now })
+          yield* remember(name, taken, now)
           return Option.some(yield* decode(taken))
         }
         if (until !== null && now >= until) {

@@ -66,6 +66,8 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
       if (finishes.length > 0) {
         const exit = yield* Effect.exit(store.executionsFinish(finishes.map((m) => m.outcome)))
         if (exit._tag === "Success") {
+          // A child's end may have made its parent due, on a queue not known here: one wake-up per batch.
+          let childAt: number | null = null
           for (const [j, m] of finishes.entries()) {
             Deferred.doneUnsafe(m.reply, Exit.succeed(exit.value[j] ?? false))
             if (exit.value[j]) bus.notifyOutcome(m.outcome.id)
@@ -75,9 +77,9 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
               // A wait already over (its children ended, its signal came) was made due now.
               if (m.outcome.wait.kind !== "sleep") bus.notify(m.queue, m.outcome.now)
             }
-            // A child's end may have made its parent due now, on a queue we do not know here.
-            if (exit.value[j] && (m.outcome.parentId ?? null) !== null) bus.notifyEvery(m.outcome.now)
+            if (exit.value[j] && (m.outcome.parentId ?? null) !== null) childAt = m.outcome.now
           }
+          if (childAt !== null) bus.notifyEvery(childAt)
         } else {
           for (const m of finishes) Deferred.doneUnsafe(m.reply, Exit.failCause(exit.cause))
         }

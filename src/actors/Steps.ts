@@ -23,7 +23,7 @@ export const makeContext = (
   store: Store["Service"],
   execution: Execution,
   context: Context.Context<never>,
-  hooks: Omit<RunHooks, "store" | "execution" | "steps" | "claimName">
+  hooks: Omit<RunHooks, "store" | "execution" | "steps" | "claimName" | "save" | "remember">
 ): JobContext => {
   const used = new Set<string>()
   let stored: Map<string, Step> | undefined
@@ -31,6 +31,15 @@ export const makeContext = (
     if (!stored) stored = new Map((yield* Effect.orDie(store.stepsList(execution.id))).map((s) => [s.name, s]))
     return stored
   })
+  /** Notes a step row the store already holds (it saved it with another write), for the rest of this run. */
+  const remember = (name: string, output: string, createdAt: number) =>
+    Effect.map(load, (steps) => void steps.set(name, { executionId: execution.id, name, output, attempt: execution.attempt, createdAt }))
+  /** Saves a step's encoded output (a second save of one name keeps the first) and remembers it. */
+  const save = (name: string, output: string, createdAt: number) =>
+    Effect.andThen(
+      Effect.orDie(store.stepsSave({ executionId: execution.id, name, output, attempt: execution.attempt, createdAt })),
+      remember(name, output, createdAt)
+    )
   const claimName = (name: string) =>
     used.has(name)
       ? Effect.die(new Error(`step "${name}" was used twice in one attempt of execution ${execution.id} (${execution.job}); step names must be unique per handler run`))
@@ -48,8 +57,7 @@ export const makeContext = (
       const encoded = codec ? yield* Effect.orDie(Schema.encodeUnknownEffect(codec)(value)) : value
       const now = yield* Clock.currentTimeMillis
       const output = JSON.stringify(encoded === undefined ? null : encoded)
-      yield* Effect.orDie(store.stepsSave({ executionId: execution.id, name, output, attempt: execution.attempt, createdAt: now }))
-      stored?.set(name, { executionId: execution.id, name, output, attempt: execution.attempt, createdAt: now })
+      yield* save(name, output, now)
       return value
     }) as Effect.Effect<any, any>
   return {
@@ -61,6 +69,6 @@ export const makeContext = (
     step,
     stepKey: (name) => `${execution.id}:${name}`,
     log: (message, level = "Info") => Effect.runSyncWith(context)(Effect.logWithLevel(level)(message)),
-    ...makeOrchestration({ ...hooks, store, execution, steps: load, claimName })
+    ...makeOrchestration({ ...hooks, store, execution, steps: load, claimName, save, remember })
   }
 }

@@ -310,3 +310,24 @@ export const claimRounds = (want: number, round: (want: number) => Round): Omit<
   }
   return { executions, retryAt }
 }
+
+/** What a round scans for, or, when nothing can be claimed, the round's (empty) result. */
+export type RoundPlan =
+  | { readonly _tag: "Scan"; readonly state: FlowState; readonly room: number; readonly jobs: ReadonlyArray<string>; readonly scanSize: number }
+  | { readonly _tag: "Done"; readonly round: Round }
+
+/** From a round's flow snapshot: stop (paused, no room, every Job held back) or scan `scanSize` candidates of `jobs`. */
+export const planRound = (
+  limits: ClaimLimits,
+  flow: { readonly paused: boolean; readonly running: ReadonlyArray<RunningCount>; readonly starts: ReadonlyArray<StartRow> },
+  jobs: ReadonlyArray<string>,
+  want: number,
+  now: number
+): RoundPlan => {
+  if (flow.paused) return { _tag: "Done", round: { executions: [], retryAt: null, again: false } }
+  const state = flowStateOf(limits, flow.running, flow.starts, now)
+  const room = roomOf(state, want)
+  const open = jobs.filter((j) => !state.blockedJobs.includes(j))
+  if (room === 0 || open.length === 0) return { _tag: "Done", round: { executions: [], retryAt: state.rateFreesAt, again: false } }
+  return { _tag: "Scan", state, room, jobs: open, scanSize: scanSizeOf(room) }
+}

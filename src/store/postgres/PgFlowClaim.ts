@@ -13,7 +13,7 @@
 import type { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
 import { byClaimOrder, type ExecutionRow, toExecution } from "../ExecutionRow.ts"
-import { type Candidate, flowStateOf, maxClaimRounds, type Round, roomOf, scanAgain, scanSizeOf, selectClaims, startsPruneBeforeOf, type StartRow } from "../FlowRules.ts"
+import { type Candidate, flowStateOf, maxClaimRounds, planRound, type Round, scanAgain, selectClaims, startsPruneBeforeOf, type StartRow } from "../FlowRules.ts"
 import type { Execution } from "../Execution.ts"
 import type { ClaimLimits } from "../FlowRules.ts"
 import type { DueGroup, LimitedClaim, LimitedClaimRequest, QueueFlow, QueueHeldBack } from "../Store.ts"
@@ -78,12 +78,9 @@ export const readHeldBack = (sql: PgClient.PgClient, queue: string, now: number,
 const round = (sql: PgClient.PgClient, req: LimitedClaimRequest, want: number, pruneBefore: number | undefined) =>
   Effect.gen(function*() {
     const flow = yield* readQueueFlow(sql, req.queue, req.now, { ids: req.ending ?? [], workerId: req.workerId }, pruneBefore)
-    if (flow.paused) return { executions: [], retryAt: null, again: false } satisfies Round
-    const state = flowStateOf(req.limits, flow.running, flow.starts, req.now)
-    const room = roomOf(state, want)
-    const jobs = req.jobs.filter((j) => !state.blockedJobs.includes(j))
-    if (room === 0 || jobs.length === 0) return { executions: [], retryAt: state.rateFreesAt, again: false } satisfies Round
-    const scanSize = scanSizeOf(room)
+    const plan = planRound(req.limits, flow, req.jobs, want, req.now)
+    if (plan._tag === "Done") return plan.round
+    const { state, room, jobs, scanSize } = plan
     const scanned = yield* sql<{ id: string; job: string; concurrency_key: string | null; rate_key: string | null }>`
       SELECT id, job, concurrency_key, rate_key FROM roster_executions
        WHERE state IN ('queued','waiting') AND queue = ${req.queue} AND run_at <= ${req.now} AND job = ANY(${textArray(jobs)}::text[])

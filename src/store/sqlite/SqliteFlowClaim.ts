@@ -8,7 +8,7 @@
  */
 import type { Database } from "bun:sqlite"
 import { byClaimOrder, type ExecutionRow, toExecution } from "../ExecutionRow.ts"
-import { type Candidate, claimRounds, flowStateOf, type Round, roomOf, type RunningCount, scanAgain, scanSizeOf, selectClaims, startsPruneBeforeOf, type StartRow } from "../FlowRules.ts"
+import { type Candidate, claimRounds, flowStateOf, planRound, type Round, type RunningCount, scanAgain, selectClaims, startsPruneBeforeOf, type StartRow } from "../FlowRules.ts"
 import type { DueGroup, LimitedClaim, LimitedClaimRequest, QueueFlow, Store } from "../Store.ts"
 import type { Attempt } from "./SqliteStats.ts"
 
@@ -68,12 +68,9 @@ export const makeSqliteFlow = (
   /** One round: read the counts, scan, choose, claim, record the starts (FlowRules.claimRound). */
   const round = (req: LimitedClaimRequest, want: number): Round => {
     const flow = snapshot(req.queue, req.now, req.ending, req.workerId)
-    if (flow.paused) return { executions: [], retryAt: null, again: false }
-    const state = flowStateOf(req.limits, flow.running, flow.starts, req.now)
-    const room = roomOf(state, want)
-    const jobs = req.jobs.filter((j) => !state.blockedJobs.includes(j))
-    if (room === 0 || jobs.length === 0) return { executions: [], retryAt: state.rateFreesAt, again: false }
-    const scanSize = scanSizeOf(room)
+    const plan = planRound(req.limits, flow, req.jobs, want, req.now)
+    if (plan._tag === "Done") return plan.round
+    const { state, room, jobs, scanSize } = plan
     const scanned = candidates.all(
       req.queue, req.now, JSON.stringify(jobs), JSON.stringify(state.blockedConcurrency), JSON.stringify(state.blockedRate), scanSize
     ).map((r): Candidate => ({ id: r.id, job: r.job, concurrencyKey: r.concurrency_key, rateKey: r.rate_key }))
