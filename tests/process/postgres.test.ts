@@ -13,15 +13,16 @@
  * The handlers (tests/fixtures/pg-apps) record each run in a side table `runs`.
  */
 import { PgClient } from "@effect/sql-pg"
-import { afterEach, beforeEach, describe, expect, test } from "bun:test"
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:test"
 import { Effect, ManagedRuntime, Redacted } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { dirname, join } from "node:path"
+import { join } from "node:path"
 import { runsTableSql } from "../fixtures/pg-apps/pgprobe/jobs.ts"
 import { freshSchema, pgAdmin, urlWithSchema } from "../store/drivers.ts"
-import { pgRestartCommand, pgUrl, requireService } from "../support/env.ts"
+import { pgUrl, requireService } from "../support/env.ts"
+import { pgBinDir, type PrivateCluster, startPrivateCluster } from "../support/privatePg.ts"
 import {
   attemptsCte,
   ndjson,
@@ -36,9 +37,6 @@ import {
 
 const pg = requireService("postgres")
 const pgApps = join(repoRoot, "tests/fixtures/pg-apps")
-
-/** A folder the cluster's OS user can enter (pg_ctl run as that user from a root-only folder may fail). */
-const pgCtlCwd = () => dirname(process.env.ROSTER_TEST_PG_DATA ?? tmpdir())
 
 /** A fresh schema, the processes started on it, and a connection to query it. */
 class PgScratch {
@@ -237,8 +235,29 @@ describe.skipIf(pg.skip)("Roster on PostgreSQL, as processes", () => {
     expect(await s.count("SELECT COUNT(*) FROM roster_executions WHERE attempt > 1 AND NOT (id = ANY($1::text[]))", [...held])).toBe(0)
   }, 120_000)
 
-  const restart = pgRestartCommand()
-  test.skipIf(restart === undefined)("a server restart mid-drain loses nothing; workers and scheduler carry on by themselves", async () => {
+})
+
+// The restart and the outage happen to a cluster of this file's own: the shared server
+// serves the other test files running alongside.
+const bin = pg.skip ? undefined : pgBinDir()
+describe.skipIf(bin === undefined)("Roster on PostgreSQL, as processes, through a server restart and an outage", () => {
+  let cluster: PrivateCluster
+  let s: PgScratch
+  beforeAll(async () => {
+    cluster = await startPrivateCluster(bin!)
+  }, 60_000)
+  afterAll(async () => {
+    await cluster?.destroy()
+  })
+  beforeEach(async () => {
+    s = new PgScratch(cluster.url)
+    await s.setup()
+  })
+  afterEach(async () => {
+    await s.cleanup()
+  })
+
+  test("a server restart mid-drain loses nothing; workers and scheduler carry on by themselves", async () => {
     const total = 20_000
     await enqueueRecords(s, total)
     // Short leases bound the wait if an outcome is lost with a connection.
@@ -247,9 +266,7 @@ describe.skipIf(pg.skip)("Roster on PostgreSQL, as processes", () => {
     const workers = Array.from({ length: 4 }, () => s.spawn(["worker", "--concurrency", "50"], { env }))
 
     await waitFor("a quarter of the backlog", async () => (await succeededBacklog(s)) >= total / 4, { timeoutMs: 60_000, intervalMs: 50 })
-    const proc = Bun.spawn(restart!, { cwd: pgCtlCwd(), stdin: "ignore", stdout: "ignore", stderr: "pipe" })
-    const code = await proc.exited
-    expect(code, await new Response(proc.stderr).text()).toBe(0)
+    await cluster.restart()
     const restartedAt = Date.now()
     const atRestart = await s.count("SELECT COUNT(*) FROM roster_executions WHERE state = 'succeeded'")
     expect(atRestart).toBeLessThan(total)
@@ -261,29 +278,21 @@ describe.skipIf(pg.skip)("Roster on PostgreSQL, as processes", () => {
     await expectCarriedOn(s, scheduler, workers, ["pgprobe/tick-a", "pgprobe/tick-b"])
   }, 180_000)
 
-  // The same `pg_ctl` as the restart, split into a stop and a later start.
-  const at = restart?.indexOf("restart") ?? -1
-  const stopServer = at < 0 ? undefined : [...restart!.slice(0, at), "stop", "-w", "-m", "fast"]
-  const startServer = at < 0 ? undefined : [...restart!.slice(0, at), "start", "-w", "-t", "60"]
-  test.skipIf(stopServer === undefined)("an outage longer than the retry window: StoreErrors are logged, then everything resumes once the server is back", async () => {
+  test("an outage longer than the retry window: StoreErrors are logged, then everything resumes once the server is back", async () => {
     const total = 10_000
     await enqueueRecords(s, total)
     const env = { ROSTER_LEASE_MS: "3000", ROSTER_HEARTBEAT_MS: "1000", ROSTER_REAP_MS: "1000" }
     const scheduler = s.spawn(["scheduler"], { env })
     const workers = Array.from({ length: 2 }, () => s.spawn(["worker", "--concurrency", "50"], { env }))
     await waitFor("a quarter of the backlog", async () => (await succeededBacklog(s)) >= total / 4, { timeoutMs: 60_000, intervalMs: 50 })
-    const run = async (argv: Array<string>) => {
-      const proc = Bun.spawn(argv, { cwd: pgCtlCwd(), stdin: "ignore", stdout: "ignore", stderr: "pipe" })
-      expect(await proc.exited, await new Response(proc.stderr).text()).toBe(0)
-    }
-    await run(stopServer!)
+    await cluster.stop()
     try {
       // Longer than the store's 5 s retry window: operations fail and the actors back off.
       await waitFor("a worker's actor to fail with a StoreError", () =>
         workers.some((w) => /heartbeat failed: .*unreachable|actor \S+ crashed/.test(w.stderrSoFar())), { timeoutMs: 30_000 })
       await Bun.sleep(2_000)
     } finally {
-      await run(startServer!)
+      await cluster.start()
     }
     await waitFor("the backlog to drain after the outage", async () => (await succeededBacklog(s)) === total, { timeoutMs: 90_000, intervalMs: 250 })
     // Outcomes that could not be written during the outage were written afterwards.

@@ -85,7 +85,7 @@ for (const driver of drivers) {
         try {
           await Bun.sleep(300)
           const location = f.location as Extract<StoreFixture["location"], { driver: "postgres" }>
-          await pgAdmin(location.url, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND pid <> pg_backend_pid()`)
+          await pgAdmin(location.url, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND application_name = 'roster/${location.schema}' AND pid <> pg_backend_pid()`)
           // The reconnect reports an unspecified change (anything sent meanwhile was lost with the connection).
           await waitFor("the reconnect", () => w.seen.filter((c) => c.queue === null).length >= 2, { timeoutMs: 10_000 })
           await withStore(g, (s) => s.executionsInsert([row({ queue: "after" })]))
@@ -98,7 +98,7 @@ for (const driver of drivers) {
       test("store operations carry on after every pooled connection is terminated", async () => {
         await withStore(f, (s) => s.executionsInsert([row()]))
         const location = f.location as Extract<StoreFixture["location"], { driver: "postgres" }>
-        await pgAdmin(location.url, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'roster' AND pid <> pg_backend_pid()`)
+        await pgAdmin(location.url, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'roster/${location.schema}' AND pid <> pg_backend_pid()`)
         expect((await withStore(f, (s) => s.executionsCount({}))).queued).toBe(1)
         await withStore(f, (s) => s.executionsInsert([row()]))
         expect((await withStore(f, (s) => s.executionsCount({}))).queued).toBe(2)

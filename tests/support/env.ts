@@ -3,8 +3,8 @@
  *
  * - `ROSTER_TEST_PG_URL`   e.g. `postgres://postgres@127.0.0.1:55432/roster_test`
  * - `ROSTER_TEST_CHROMIUM` e.g. `/usr/bin/chromium`
- * - `ROSTER_TEST_PG_CTL`, `ROSTER_TEST_PG_DATA`, `ROSTER_TEST_PG_USER`, `ROSTER_TEST_PG_LOG`
- *   (optional) let a test restart the server; see {@link pgRestartCommand}.
+ * - `ROSTER_TEST_PG_BIN`, `ROSTER_TEST_PG_USER` (optional): where initdb and pg_ctl are, and
+ *   who owns a test's private cluster when we are root; see tests/support/privatePg.ts.
  *
  * `.ci/run` starts a throwaway cluster and sets all of them. Locally, a missing service
  * skips its tests with one warning; under `CI=true` a missing service is an error, so CI
@@ -52,28 +52,6 @@ export const requireService = (name: Service): { skip: boolean; reason: string }
     console.warn(reason)
   }
   return { skip: true, reason }
-}
-
-/**
- * argv that restarts the test PostgreSQL server (`pg_ctl restart -w`), run as the
- * cluster's OS user when we are root; `undefined` unless `ROSTER_TEST_PG_CTL` and
- * `ROSTER_TEST_PG_DATA` are set (under `CI=true` their absence throws). Passes `-l $ROSTER_TEST_PG_LOG` when set: a server
- * started without `-l` keeps the spawner's stdout/stderr open, so piped output never
- * ends. (`.ci/run`'s `ROSTER_TEST_PG_CTL` is a wrapper that always adds `-l`.)
- */
-export const pgRestartCommand = (): Array<string> | undefined => {
-  const pgCtl = nonEmpty(process.env.ROSTER_TEST_PG_CTL)
-  const dataDir = nonEmpty(process.env.ROSTER_TEST_PG_DATA)
-  if (pgCtl === undefined || dataDir === undefined) {
-    // As for a missing service: under CI the server restart and outage tests must run, not skip.
-    if (process.env.CI === "true") throw new Error("ROSTER_TEST_PG_CTL and ROSTER_TEST_PG_DATA are required when CI=true")
-    return undefined
-  }
-  const user = nonEmpty(process.env.ROSTER_TEST_PG_USER)
-  const asUser = user !== undefined && process.getuid?.() === 0 ? ["runuser", "-u", user, "--"] : []
-  const log = nonEmpty(process.env.ROSTER_TEST_PG_LOG)
-  const logArgs = log === undefined ? [] : ["-l", log]
-  return [...asUser, pgCtl, "-D", dataDir, ...logArgs, "restart", "-w", "-m", "fast"]
 }
 
 /**

@@ -110,7 +110,8 @@ export const openClient = (
   PgClient.make({
     url: Redacted.make(options.url),
     maxConnections: Math.max(1, pool.size),
-    applicationName: "roster",
+    // pg_stat_activity shows which schema a connection serves.
+    applicationName: options.schema === undefined ? "roster" : `roster/${options.schema}`.slice(0, 63),
     startupParameters: {
       ...(options.schema === undefined ? {} : { search_path: quoteIdentifier(options.schema) }),
       ...(pool.relaxed ? { synchronous_commit: "off" } : {})
