@@ -11,6 +11,8 @@
  * exact JSON text they were written with (TEXT, not jsonb, which would reorder keys).
  */
 
+import { claimLimitedFunctionSql, rateFreesAtFunctionSql } from "./PgClaimFunction.ts"
+
 /** One migration: a version number and its statements, run in order. */
 export interface Migration {
   readonly version: number
@@ -253,5 +255,11 @@ export const migrations: ReadonlyArray<Migration> = [
   PRIMARY KEY (execution_id, seq)
 )`
     ]
+  },
+  {
+    version: 9,
+    name: "the limited claim as one server-side function",
+    // PgClaimFunction.ts: the rules of FlowRules.ts run where the rows are, one round trip per claim.
+    statements: [rateFreesAtFunctionSql, claimLimitedFunctionSql]
   }
 ]
