@@ -13,6 +13,7 @@
  */
 import type { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
+import type { SqlError } from "effect/sql/SqlError"
 import { byClaimOrder, type ExecutionRow, toExecution } from "../ExecutionRow.ts"
 import { flowStateOf, maxClaimRounds, startsPruneBeforeOf, type StartRow } from "../FlowRules.ts"
 import type { ClaimLimits } from "../FlowRules.ts"
@@ -67,19 +68,32 @@ export const readHeldBack = (sql: PgClient.PgClient, queue: string, now: number,
 
 /**
  * The limited claim on `sql` (the relaxed client: a lost claim or start only means the
- * work runs again or the window counts fewer): one call of the server-side function
- * (PgClaimFunction.ts), which takes the queue's advisory lock and runs the rounds of
- * FlowRules.claimRounds inside its own statement's transaction. The caller settles
+ * work runs again or the window counts fewer): one call of a server-side function
+ * (PgClaimFunction.ts) that takes the queue's advisory lock and runs the rounds of
+ * FlowRules.claimRounds inside its own statement's transaction — `roster_claim_global`
+ * when the global limit is the only one, `roster_claim_limited` otherwise. The caller settles
  * claims in doubt first and marks this one, as for the plain claim.
  */
-export const claimLimited = (sql: PgClient.PgClient, req: LimitedClaimRequest) =>
-  Effect.map(
+export const claimLimited = (sql: PgClient.PgClient, req: LimitedClaimRequest): Effect.Effect<LimitedClaim, SqlError> => {
+  const { limits } = req
+  const pruneBefore = startsPruneBeforeOf(limits, req.now)
+  if (limits.globalConcurrency !== null && limits.rateLimit === null && Object.keys(limits.jobs).length === 0) {
+    return Effect.map(
+      sql<ExecutionRow>`
+        SELECT * FROM roster_claim_global(${req.queue}, ${textArray(req.jobs)}::text[], ${req.workerId}, ${req.limit}::integer,
+          ${req.now}::bigint, ${req.leaseMs}::bigint, ${textArray(req.ending ?? [])}::text[], ${limits.globalConcurrency}::integer,
+          ${pruneBefore}::bigint)`,
+      (rows): LimitedClaim => ({ executions: rows.map(toExecution).sort(byClaimOrder), retryAt: null })
+    )
+  }
+  return Effect.map(
     sql<{ out: string }>`
       SELECT roster_claim_limited(${req.queue}, ${textArray(req.jobs)}::text[], ${req.workerId}, ${req.limit}::integer,
-        ${req.now}::bigint, ${req.leaseMs}::bigint, ${textArray(req.ending ?? [])}::text[], ${JSON.stringify(req.limits)}::jsonb,
-        ${startsPruneBeforeOf(req.limits, req.now)}::bigint, ${maxClaimRounds}::integer) AS out`,
+        ${req.now}::bigint, ${req.leaseMs}::bigint, ${textArray(req.ending ?? [])}::text[], ${JSON.stringify(limits)}::jsonb,
+        ${pruneBefore}::bigint, ${maxClaimRounds}::integer) AS out`,
     ([row]): LimitedClaim => {
       const out = JSON.parse(row!.out) as { rows: ReadonlyArray<ExecutionRow>; retryAt: number | null }
       return { executions: out.rows.map(toExecution).sort(byClaimOrder), retryAt: out.retryAt }
     }
   )
+}

@@ -11,7 +11,7 @@
  * exact JSON text they were written with (TEXT, not jsonb, which would reorder keys).
  */
 
-import { claimLimitedFunctionSql, rateFreesAtFunctionSql } from "./PgClaimFunction.ts"
+import { claimGlobalFunctionSql, claimLimitedFunctionSql, rateFreesAtFunctionSql } from "./PgClaimFunction.ts"
 
 /** One migration: a version number and its statements, run in order. */
 export interface Migration {
@@ -260,6 +260,6 @@ export const migrations: ReadonlyArray<Migration> = [
     version: 9,
     name: "the limited claim as one server-side function",
     // PgClaimFunction.ts: the rules of FlowRules.ts run where the rows are, one round trip per claim.
-    statements: [rateFreesAtFunctionSql, claimLimitedFunctionSql]
+    statements: [rateFreesAtFunctionSql, claimLimitedFunctionSql, claimGlobalFunctionSql]
   }
 ]
