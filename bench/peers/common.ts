@@ -10,21 +10,15 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
+import { envInt } from "../support.ts"
+
+export { envInt }
 
 /** bench/peers/ */
 export const peersDir = import.meta.dir
 
 /** The repository root. */
 export const repoRoot = resolve(import.meta.dir, "../..")
-
-/** An integer from the environment (underscores allowed), or the default. */
-export const envInt = (name: string, fallback: number): number => {
-  const raw = process.env[name]
-  if (raw === undefined || raw.trim() === "") return fallback
-  const n = Number(raw.replace(/_/g, ""))
-  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number, got "${raw}"`)
-  return Math.floor(n)
-}
 
 /** Jobs per workload (enqueue 1-by-1, bulk, drain). */
 export const N = envInt("BENCH_PEERS_N", 20_000)
