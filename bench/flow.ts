@@ -26,8 +26,7 @@
  * BENCH_FLOW_RATE_SECONDS (default 5), BENCH_FLOW_RATE_PROCS (default 3; 0: none),
  * BENCH_FLOW_STORES (default sqlite,postgres), BENCH_FLOW_PARTS (default 1,2,3).
  */
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Logger, Redacted } from "effect"
+import { Effect, Layer, Logger } from "effect"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -35,7 +34,8 @@ import { Client, Roster } from "../src/index.ts"
 import type { RosterConfig } from "../src/index.ts"
 import type { QueueInput } from "../src/jobs/QueueConfig.ts"
 import { flowKeyed, flowNoop, flowRated } from "./flow-apps/flow/jobs.ts"
-import { cliEntry, count, envInt, ms, openReader, percentiles, progress, rate, report, root, type Section, tempDb } from "./support.ts"
+import { freshPgSchema, pgQuery } from "./pg.ts"
+import { count, envInt, ms, openReader, percentiles, progress, rate, report, root, type Section, spawnWorker, tempDb } from "./support.ts"
 
 const concurrency = envInt("BENCH_CONCURRENCY", 50)
 const repeat = Math.max(1, envInt("BENCH_FLOW_REPEAT", 3))
@@ -107,22 +107,15 @@ const sqlite: Backend = {
   }
 }
 
-const pgQuery = <Row extends object>(url: string, statement: string) =>
-  Effect.runPromise(PgClient.PgClient.use((sql) => sql.unsafe<Row>(statement)).pipe(
-    Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 }))
-  ))
-
 const postgres = (base: string): Backend => ({
   name: "PostgreSQL",
   n: envInt("BENCH_FLOW_PG_N", 10_000),
   fresh: async (label) => {
-    const schema = `roster_bench_flow_${label.replace(/[^a-z0-9]/g, "")}_${process.pid}_${Date.now().toString(36)}`
-    await pgQuery(base, `CREATE SCHEMA "${schema}"`)
-    const url = `${base}${base.includes("?") ? "&" : "?"}options=${encodeURIComponent(`-c search_path=${schema}`)}`
+    const { url, drop } = await freshPgSchema(base, `flow_${label}`)
     return {
       db: url,
       starts: async () => (await pgQuery<RawStart>(url, startsSql)).map(toStart),
-      drop: async () => void (await pgQuery(base, `DROP SCHEMA "${schema}" CASCADE`))
+      drop
     }
   }
 })
@@ -360,23 +353,8 @@ const rateProcesses = async (db: string, limit: number, periodMs: number, procs:
   const dir = mkdtempSync(join(tmpdir(), "roster-bench-flow-cfg-"))
   try {
     writeFileSync(join(dir, "roster.config.ts"), `export default { queues: { flow: {}, keyed: {}, rated: { concurrency: ${concurrency}, rateLimit: { limit: ${limit}, period: ${periodMs} } } } }\n`)
-    const env: Record<string, string> = {}
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("ROSTER_")) env[k] = v
-    const children = Array.from({ length: procs }, () => {
-      const proc = Bun.spawn([process.execPath, cliEntry, "worker", "--queue", "rated"], {
-        cwd: dir,
-        env: { ...env, ROSTER_DB: db, ROSTER_APPS_DIR: join(root, "bench/flow-apps") },
-        stdin: "ignore",
-        stdout: "ignore",
-        stderr: "pipe"
-      })
-      let stderr = ""
-      const reading = (async () => {
-        const decoder = new TextDecoder()
-        for await (const chunk of proc.stderr) stderr += decoder.decode(chunk, { stream: true })
-      })()
-      return { proc, stderr: () => stderr, done: Promise.all([proc.exited, reading]).then(([code]) => code) }
-    })
+    const children = Array.from({ length: procs }, () =>
+      spawnWorker(["--queue", "rated"], { db, appsDir: join(root, "bench/flow-apps"), cwd: dir }))
     const deadline = Date.now() + 30_000
     while (children.some((c) => !/serving/.test(c.stderr()))) {
       if (Date.now() > deadline || children.some((c) => c.proc.exitCode !== null)) {

@@ -11,10 +11,10 @@
  * ROSTER_TEST_PG_URL.
  */
 import { Database } from "bun:sqlite"
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Logger, Redacted } from "effect"
+import { Effect, Layer, Logger } from "effect"
 import { Client, Roster } from "../src/index.ts"
 import { orchChild, orchParent, orchSleeper, orchWaiter } from "./orch-apps/orch/jobs.ts"
+import { freshPgSchema, pgQuery } from "./pg.ts"
 import { count, envInts, ms, progress, report, type Section, tempDb } from "./support.ts"
 
 const Ns = envInts("BENCH_WAKE_N", [500, 1000, 2000, 4000])
@@ -63,9 +63,6 @@ const timeSqlite = (path: string, parent: string, statement: string, budgetMs = 
   }
 }
 
-const pgQuery = <Row extends object>(url: string, statement: string) =>
-  Effect.runPromise(PgClient.PgClient.use((sql) => sql.unsafe<Row>(statement)).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 }))))
-
 const pgExecMs = async (url: string, statement: string): Promise<number> => {
   const times: Array<number> = []
   for (let i = 0; i < 3; i++) {
@@ -113,9 +110,7 @@ if (stores.has("sqlite")) {
 if (stores.has("postgres") && pgBase) {
   const rows: Array<Array<string>> = []
   for (const c of cases) {
-    const schema = `roster_bench_wake_${process.pid}_${Date.now().toString(36)}`
-    await pgQuery(pgBase, `CREATE SCHEMA "${schema}"`)
-    const url = `${pgBase}${pgBase.includes("?") ? "&" : "?"}options=${encodeURIComponent(`-c search_path=${schema}`)}`
+    const { url, drop } = await freshPgSchema(pgBase, "wake")
     try {
       const parent = await seed(url, c.n)
       await pgQuery(url, arrange.replace("%P", parent))
@@ -127,7 +122,7 @@ if (stores.has("postgres") && pgBase) {
       progress(`PostgreSQL wake check, ${c.n} children: as written ${ms(a)} ms, rewrite ${ms(b)} ms`)
       rows.push([count(c.n), c.asWritten ? ms(a) : "not run", ms(b)])
     } finally {
-      await pgQuery(pgBase, `DROP SCHEMA "${schema}" CASCADE`)
+      await drop()
     }
   }
   sections.push({

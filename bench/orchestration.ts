@@ -31,11 +31,11 @@
  * BENCH_ORCH_DRAIN_CAP_S (part 2's drain stops there and reports the rate of what drained; default 20).
  */
 import { Database } from "bun:sqlite"
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Logger, Metric, Redacted } from "effect"
+import { Effect, Layer, Logger, Metric } from "effect"
 import { Client, Roster } from "../src/index.ts"
 import type { RosterConfig } from "../src/index.ts"
 import { orchChild, orchParent, orchSleeper, orchWaiter, parentMarks } from "./orch-apps/orch/jobs.ts"
+import { freshPgSchema, pgQuery } from "./pg.ts"
 import { count, envInt, mb, ms, openReader, progress, rate, report, type Section, tempDb } from "./support.ts"
 
 const concurrency = envInt("BENCH_CONCURRENCY", 50)
@@ -96,22 +96,15 @@ const sqlite: Backend = {
   }
 }
 
-const pgQuery = <Row extends object>(url: string, statement: string) =>
-  Effect.runPromise(PgClient.PgClient.use((sql) => sql.unsafe<Row>(statement)).pipe(
-    Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 }))
-  ))
-
 const postgres = (base: string): Backend => ({
   name: "PostgreSQL",
   fresh: async (label) => {
-    const schema = `roster_bench_orch_${label.replace(/[^a-z0-9]/g, "")}_${process.pid}_${Date.now().toString(36)}`
-    await pgQuery(base, `CREATE SCHEMA "${schema}"`)
-    const url = `${base}${base.includes("?") ? "&" : "?"}options=${encodeURIComponent(`-c search_path=${schema}`)}`
+    const { url, drop } = await freshPgSchema(base, `orch_${label}`)
     return {
       db: url,
       query: (statement) => pgQuery(url, statement),
       exec: async (statement) => void (await pgQuery(url, statement)),
-      drop: async () => void (await pgQuery(base, `DROP SCHEMA "${schema}" CASCADE`))
+      drop
     }
   }
 })

@@ -18,17 +18,17 @@
  *
  *   ROSTER_TEST_PG_URL=postgres://postgres@127.0.0.1:55433/roster_test bun bench/postgres.ts
  */
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer } from "effect"
 import { join, resolve } from "node:path"
 import * as Roster from "../src/runtime/Roster.ts"
 import { layerPostgres } from "../src/store/postgres/PgStore.ts"
 import type { InsertRequest } from "../src/store/Store.ts"
 import { Store } from "../src/store/Store.ts"
 import { mark, noop } from "./apps/bench/jobs.ts"
+import { freshPgSchema, pgQuery } from "./pg.ts"
+import { spawnWorker } from "./support.ts"
 
 const root = resolve(import.meta.dir, "..")
-const cli = join(root, "src/cli/main.ts")
 const apps = join(root, "bench/apps")
 
 const base = process.env.ROSTER_BENCH_PG_URL || process.env.ROSTER_TEST_PG_URL
@@ -45,44 +45,14 @@ const pollN = int("BENCH_PG_POLL_N", 30)
 
 const progress = (line: string) => process.stderr.write(`[bench/postgres] ${line}\n`)
 
-/** Runs one query on its own short-lived connection. */
-const query = <Row extends object>(url: string, statement: string) =>
-  Effect.runPromise(PgClient.PgClient.use((sql) => sql.unsafe<Row>(statement)).pipe(
-    Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 }))
-  ))
-
-/** Runs statements outside any store (schema set-up and clean-up). */
-const admin = (statement: string) => query(base, statement)
-
 /** A fresh schema, and the URL whose connections use it. */
-const freshSchema = async (label: string) => {
-  const schema = `roster_bench_${label}_${process.pid}_${Date.now().toString(36)}`
-  await admin(`CREATE SCHEMA "${schema}"`)
-  const url = `${base}${base.includes("?") ? "&" : "?"}options=${encodeURIComponent(`-c search_path=${schema}`)}`
-  return { schema, url, drop: () => admin(`DROP SCHEMA "${schema}" CASCADE`) }
-}
+const freshSchema = (label: string) => freshPgSchema(base, label)
 
 /** Runs an Effect against a PostgreSQL store on `url`. */
 const withStore = <A, E>(url: string, body: (store: Store["Service"]) => Effect.Effect<A, E>) =>
   Effect.runPromise(Store.use(body).pipe(Effect.provide(Layer.fresh(layerPostgres({ url })))))
 
-const spawnWorker = (url: string, args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
-  const childEnv: Record<string, string> = {}
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("ROSTER_")) childEnv[k] = v
-  const proc = Bun.spawn([process.execPath, cli, "worker", ...args], {
-    cwd: root,
-    env: { ...childEnv, ROSTER_DB: url, ROSTER_APPS_DIR: apps, ...env },
-    stdin: "ignore",
-    stdout: "ignore",
-    stderr: "pipe"
-  })
-  let stderr = ""
-  const reading = (async () => {
-    const decoder = new TextDecoder()
-    for await (const chunk of proc.stderr) stderr += decoder.decode(chunk, { stream: true })
-  })()
-  return { proc, stderr: () => stderr, done: Promise.all([proc.exited, reading]).then(([code]) => code) }
-}
+const startWorker = (url: string, args: ReadonlyArray<string>, env: Record<string, string> = {}) => spawnWorker(args, { db: url, appsDir: apps, env })
 
 const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
 const fmt = (v: number, digits = 1) => v.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
@@ -116,13 +86,13 @@ const drain = async (workers: number): Promise<DrainRow> => {
       Effect.forEach(Array.from({ length: Math.ceil(n / 10_000) }, (_, k) => rows.slice(k * 10_000, (k + 1) * 10_000)), (chunk) => store.executionsInsert(chunk), { discard: true }))
     progress(`drain ×${workers}: inserted ${n} in ${fmt(performance.now() - insertStart, 0)} ms; starting workers`)
     const start = performance.now()
-    const children = Array.from({ length: workers }, () => spawnWorker(url, ["--concurrency", String(concurrency), "--exit-when-idle"]))
+    const children = Array.from({ length: workers }, () => startWorker(url, ["--concurrency", String(concurrency), "--exit-when-idle"]))
     const codes = await Promise.all(children.map((c) => c.done))
     const wallMs = performance.now() - start
     codes.forEach((code, i) => {
       if (code !== 0) throw new Error(`worker exited ${code}:\n${children[i]!.stderr().slice(-2000)}`)
     })
-    const [stats] = await query<{ done: number; first: string; last: string }>(url,
+    const [stats] = await pgQuery<{ done: number; first: string; last: string }>(url,
       "SELECT COUNT(*)::int AS done, MIN(started_at)::text AS first, MAX(finished_at)::text AS last FROM roster_executions WHERE state = 'succeeded'")
     if (!stats || stats.done !== n) throw new Error(`drained ${stats?.done} of ${n}`)
     const drainMs = Number(stats.last) - Number(stats.first)
@@ -143,7 +113,7 @@ interface LatencyRow {
 
 const latency = async (mode: "LISTEN/NOTIFY" | "polling only", samples: number): Promise<LatencyRow> => {
   const { url, drop } = await freshSchema("latency")
-  const worker = spawnWorker(url, ["--concurrency", "10"], mode === "polling only" ? { ROSTER_WATCH_MS: "0" } : {})
+  const worker = startWorker(url, ["--concurrency", "10"], mode === "polling only" ? { ROSTER_WATCH_MS: "0" } : {})
   try {
     const client = await Roster.open({ db: url, jobs: [mark, noop] })
     try {
@@ -192,7 +162,7 @@ for (const k of workerCounts) {
 const latencies: Array<LatencyRow> = [await latency("LISTEN/NOTIFY", latencyN)]
 if (pollN > 0) latencies.push(await latency("polling only", pollN))
 
-const [server] = await query<{ server_version: string }>(base, "SHOW server_version")
+const [server] = await pgQuery<{ server_version: string }>(base, "SHOW server_version")
 
 console.log(`## PostgreSQL\n`)
 console.log(`PostgreSQL ${server?.server_version} on the same machine (127.0.0.1), Bun ${Bun.version}, \`bench/noop\` / \`bench/mark\`, concurrency ${concurrency} per worker.\n`)

@@ -143,6 +143,28 @@ export const spawnRoster = (args: ReadonlyArray<string>, options: SpawnOptions):
   return { pid: proc.pid, startedAt, stop: () => proc.kill("SIGTERM"), done }
 }
 
+/**
+ * Starts `roster worker <args>` in `cwd` on `db` and `appsDir`, with none of this
+ * process's ROSTER_* variables (only `env`'s), keeping its stderr.
+ */
+export const spawnWorker = (args: ReadonlyArray<string>, options: { readonly db: string; readonly appsDir: string; readonly cwd?: string; readonly env?: Record<string, string> }) => {
+  const childEnv: Record<string, string> = {}
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("ROSTER_")) childEnv[k] = v
+  const proc = Bun.spawn([process.execPath, cliEntry, "worker", ...args], {
+    cwd: options.cwd ?? root,
+    env: { ...childEnv, ROSTER_DB: options.db, ROSTER_APPS_DIR: options.appsDir, ...options.env },
+    stdin: "ignore",
+    stdout: "ignore",
+    stderr: "pipe"
+  })
+  let stderr = ""
+  const reading = (async () => {
+    const decoder = new TextDecoder()
+    for await (const chunk of proc.stderr) stderr += decoder.decode(chunk, { stream: true })
+  })()
+  return { proc, stderr: () => stderr, done: Promise.all([proc.exited, reading]).then(([code]) => code) }
+}
+
 /** Runs a roster command to completion; fails on a non-zero exit. */
 export const runRoster = async (args: ReadonlyArray<string>, options: SpawnOptions): Promise<ChildResult> => {
   const result = await spawnRoster(args, options).done
