@@ -10,6 +10,7 @@ export interface Entry {
 }
 
 export const entries: ReadonlyArray<Entry> = [
+  { id: "sqlite-limit", load: async () => (await import("./limit.ts")).sqliteLimit },
   { id: "roster-sqlite-full", load: async () => (await import("./roster.ts")).rosterSqliteFull },
   { id: "roster-sqlite-normal", load: async () => (await import("./roster.ts")).rosterSqliteNormal },
   { id: "plainjob", load: async () => (await import("./plainjob.ts")).plainjob },
