@@ -1,0 +1,124 @@
+/**
+ * PostgreSQL drain with 1 and with 4 worker processes, Roster against pg-boss on the
+ * same server (issue 17's PostgreSQL target; index.ts runs one process per system).
+ * For each (repeat, system, K): N jobs are bulk-enqueued into a fresh schema, then K
+ * worker processes (drainer.ts: Roster's `startWorker({ concurrency: 50 })`, pg-boss's
+ * `work` with batchSize 50 + burstWhenBatchFull) drain them. The rate is N over
+ * first start → last completion, read from each system's own job table, so process
+ * start-up is not counted; the wall time from spawning to all stored is shown beside.
+ *
+ *   ROSTER_TEST_PG_URL=postgres://… node_modules/.bin/bun bench/peers/processes.ts
+ *
+ * Env: BENCH_PEERS_N (default 20000), BENCH_PEERS_REPEAT (default 3),
+ * BENCH_PEERS_PROCESSES (default 1,4).
+ */
+import { PgBoss } from "pg-boss"
+import { join } from "node:path"
+import { Roster } from "../../src/index.ts"
+import { CHUNK, median, N, payloads, peersDir, pgUrl, progress, rate, REPEAT, sleep } from "./common.ts"
+import { adminQuery, freshSchema, pgDurability, pgUnavailable, schemaName } from "./postgres.ts"
+import { noop } from "./roster.ts"
+
+const counts = (process.env.BENCH_PEERS_PROCESSES ?? "1,4").split(",").map((s) => Number(s.trim())).filter((k) => k > 0)
+
+interface Prepared {
+  /** drainer.ts's second argument. */
+  readonly where: string
+  /** Completed so far, and the first start → last completion span in ms. */
+  readonly progress: () => Promise<{ done: number; spanMs: number }>
+  readonly drop: () => Promise<void>
+}
+
+const prepareRoster = async (): Promise<Prepared> => {
+  const schema = await freshSchema("roster")
+  const roster = await Roster.open({ db: schema.url, jobs: [noop] }, { configDir: false, logger: { level: "Warn" } })
+  for (let from = 0; from < N; from += CHUNK) {
+    await roster.enqueueMany(payloads(from, Math.min(CHUNK, N - from)).map((p) => ({ job: noop, payload: p })))
+  }
+  await roster.close()
+  return {
+    where: schema.url,
+    progress: async () => {
+      const [r] = await adminQuery<{ done: number; span: number | null }>(
+        `SELECT count(*)::int AS done, (max(finished_at) - min(started_at))::float8 AS span
+           FROM "${schema.schema}".roster_executions WHERE state = 'succeeded'`
+      )
+      return { done: r?.done ?? 0, spanMs: r?.span ?? 0 }
+    },
+    drop: schema.drop
+  }
+}
+
+const preparePgBoss = async (): Promise<Prepared> => {
+  const schema = schemaName("pgboss")
+  const boss = new PgBoss({ connectionString: pgUrl()!, schema })
+  await boss.start()
+  await boss.createQueue("noop")
+  for (let from = 0; from < N; from += CHUNK) await boss.insert("noop", payloads(from, Math.min(CHUNK, N - from)).map((data) => ({ data })))
+  await boss.stop({ graceful: true, close: true, timeout: 10_000 })
+  return {
+    where: schema,
+    progress: async () => {
+      const [r] = await adminQuery<{ done: number; span: number | null }>(
+        `SELECT count(*)::int AS done, (extract(epoch FROM max(completed_on) - min(started_on)) * 1000)::float8 AS span
+           FROM "${schema}".job WHERE name = 'noop' AND state = 'completed'`
+      )
+      return { done: r?.done ?? 0, spanMs: r?.span ?? 0 }
+    },
+    drop: async () => void (await adminQuery(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`))
+  }
+}
+
+const systems = [
+  { id: "roster", label: "Roster, PostgreSQL", prepare: prepareRoster },
+  { id: "pg-boss", label: "pg-boss (batchSize 50 + burstWhenBatchFull)", prepare: preparePgBoss }
+] as const
+
+/** One drain: K processes on a freshly filled store; jobs/s from the store, and wall ms. */
+const drainOnce = async (system: (typeof systems)[number], k: number): Promise<{ rate: number; wallMs: number }> => {
+  const store = await system.prepare()
+  const children = Array.from({ length: k }, () =>
+    Bun.spawn([process.execPath, join(peersDir, "drainer.ts"), system.id, store.where], { stdout: "ignore", stderr: "inherit", env: process.env }))
+  try {
+    const t0 = performance.now()
+    let state = await store.progress()
+    while (state.done < N) {
+      if (performance.now() - t0 > 600_000) throw new Error(`${system.id} × ${k}: ${state.done} of ${N} after 600 s`)
+      await sleep(50)
+      state = await store.progress()
+    }
+    return { rate: (N / state.spanMs) * 1000, wallMs: performance.now() - t0 }
+  } finally {
+    for (const c of children) c.kill("SIGTERM")
+    await Promise.all(children.map((c) => c.exited))
+    await store.drop()
+  }
+}
+
+const why = await pgUnavailable()
+if (why) {
+  console.error(`bench/peers/processes.ts: ${why}`)
+  process.exit(2)
+}
+const results = new Map<string, Array<{ rate: number; wallMs: number }>>()
+for (let r = 1; r <= REPEAT; r++) {
+  for (const k of counts) {
+    for (const system of systems) {
+      const one = await drainOnce(system, k)
+      progress(`repeat ${r}: ${system.id} × ${k}: ${rate(one.rate)}/s (wall ${Math.round(one.wallMs)} ms)`)
+      results.set(`${system.id}/${k}`, [...(results.get(`${system.id}/${k}`) ?? []), one])
+    }
+  }
+}
+const rows = counts.flatMap((k) => systems.map((s) => {
+  const runs = results.get(`${s.id}/${k}`) ?? []
+  return `| ${s.label} | ${k} | ${rate(median(runs.map((x) => x.rate)))} | ${runs.map((x) => rate(x.rate)).join(" / ")} | ${rate(median(runs.map((x) => x.wallMs)))} |`
+}))
+console.log([
+  `PostgreSQL drain, ${N.toLocaleString("en-US")} jobs, concurrency 50 per process, ${REPEAT} repeat(s), median (${await pgDurability()})`,
+  "",
+  "| system | worker processes | drain /s (first start → last completion) | per repeat | wall ms (spawn → all stored) |",
+  "|---|--:|--:|---|--:|",
+  ...rows
+].join("\n"))
+process.exit(0)
