@@ -77,11 +77,12 @@ describe("times outside 1970-01-01 to 9999-12-31 are refused at every entry", ()
     const list = await s.run(["executions", "list", "--json"])
     expect(list.code, list.stderr).toBe(0)
     expect(parseJsonOutput<Array<{ id: string; runAt: string }>>(list).find((e) => e.id === far)).toMatchObject({ runAt: "out-of-range time 9000000000000000" })
-    for (const args of [["executions", "list"], ["executions", "show", far], ["executions", "show", far, "--json"], ["executions", "logs", far], ["schedules", "list"], ["schedules", "list", "--json"], ["schedules", "show", "demo/later"], ["schedules", "show", "demo/later", "--json"]]) {
+    // Reads only: side by side.
+    await Promise.all([["executions", "list"], ["executions", "show", far], ["executions", "show", far, "--json"], ["executions", "logs", far], ["schedules", "list"], ["schedules", "list", "--json"], ["schedules", "show", "demo/later"], ["schedules", "show", "demo/later", "--json"]].map(async (args) => {
       const r = await s.run(args)
       expect(r.code, `${args.join(" ")}: ${r.stderr}`).toBe(0)
       expect(r.stderr).toBe("")
-    }
+    }))
     expect(parseJsonOutput(await s.run(["schedules", "show", "demo/later", "--json"]))).toMatchObject({ nextDueAt: "out-of-range time 9000000000000000", lastDueAt: "out-of-range time -9000000000000000" })
 
     const { url } = await startDashboard(s)
@@ -188,11 +189,11 @@ import { Job } from ${JSON.stringify(join(repoRoot, "src/index.ts"))}
 export const prune = Job.make({ id: "roster/cleanup", payload: Schema.Struct({}), handler: () => Effect.void })
 `)
     const env = { ROSTER_APPS_DIR: apps }
-    for (const args of [["check"], ["worker", "--exit-when-idle"], ["enqueue", "roster/cleanup", "--payload", "{}"]]) {
+    await Promise.all([["check"], ["worker", "--exit-when-idle"], ["enqueue", "roster/cleanup", "--payload", "{}"]].map(async (args) => {
       const r = await s.run(args, { env })
       expectRefused(r, /Job "roster\/cleanup": the app "roster" is reserved/, { logs: true })
       expect(r.stderr).toContain(file)
-    }
+    }))
     // Services for app roster would replace Roster's own (its prune Job's Store).
     rmSync(file)
     const services = join(apps, "roster", "services.ts")

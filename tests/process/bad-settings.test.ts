@@ -65,9 +65,9 @@ describe("a ROSTER_* number out of its range", () => {
       [{ ROSTER_HEARTBEAT_MS: "20000" }, /^roster: ROSTER_HEARTBEAT_MS \(20000 ms\) must be at most half the lease, the default worker\.leaseMs \(30000 ms\)/]
     ]
     for (const [env, line] of cases) {
-      for (const args of [["worker"], ["scheduler"], ["dev"], ["enqueue", "demo/noop", "--payload", '{"n":9}']]) {
-        expectRefused(await s.run(args, { env, timeoutMs: 30_000 }), line)
-      }
+      // The commands of one case are independent: run side by side.
+      await Promise.all([["worker"], ["scheduler"], ["dev"], ["enqueue", "demo/noop", "--payload", '{"n":9}']].map(async (args) =>
+        expectRefused(await s.run(args, { env, timeoutMs: 30_000 }), line)))
     }
     expect(await idsOf(s, "queued")).toEqual(ids)
     // Exactly two heartbeats is enough.
@@ -135,9 +135,8 @@ describe("roster.config.ts that cannot work", () => {
     ]
     for (const [source, line, env, commands] of cases) {
       writeFileSync(file, `${source}\n`)
-      for (const args of commands ?? [["check"], ["worker"], ["enqueue", "demo/noop", "--payload", '{"n":9}']]) {
-        expectRefused(await s.run(args, { env: env ?? {}, timeoutMs: 30_000 }), line)
-      }
+      await Promise.all((commands ?? [["check"], ["worker"], ["enqueue", "demo/noop", "--payload", '{"n":9}']]).map(async (args) =>
+        expectRefused(await s.run(args, { env: env ?? {}, timeoutMs: 30_000 }), line)))
     }
     // The variable names itself even when the file sets the same key.
     writeFileSync(file, "export default { worker: { leaseMs: 5000 } }\n")
@@ -198,12 +197,12 @@ describe("a module that never finishes loading", () => {
       mkdirSync(app, { recursive: true })
       for (const [name, text] of Object.entries(contents)) writeFileSync(join(app, name), text)
       const path = escape(join(app, hanging))
-      for (const args of [["check"], ["worker"]]) {
+      await Promise.all([["check"], ["worker"]].map(async (args) => {
         const started = Date.now()
         const r = await s.run(args, { env: { ROSTER_APPS_DIR: apps, ROSTER_LOAD_TIMEOUT_MS: loadTimeout }, timeoutMs: 20_000 })
         expectRefused(r, new RegExp(`^roster: cannot load ${path}: it did not finish loading within ${loadTimeout} ms \\(.*ROSTER_LOAD_TIMEOUT_MS sets the limit\\)$`))
         expect(Date.now() - started).toBeLessThan(15_000)
-      }
+      }))
     }
     expect(existsSync(s.db)).toBe(false)
   }, 120_000)
@@ -213,10 +212,10 @@ describe("a module that never finishes loading", () => {
     const ids = await acknowledge(s, 2)
     const file = join(s.dir, "roster.config.ts")
     writeFileSync(file, `${never}export default {}\n`)
-    for (const args of [["check"], ["executions", "count", "--json"], ["worker"], ["enqueue", "demo/noop", "--payload", '{"n":9}']]) {
+    await Promise.all([["check"], ["executions", "count", "--json"], ["worker"], ["enqueue", "demo/noop", "--payload", '{"n":9}']].map(async (args) => {
       const r = await s.run(args, { env: { ROSTER_LOAD_TIMEOUT_MS: loadTimeout }, timeoutMs: 20_000 })
       expectRefused(r, new RegExp(`^roster: cannot load ${escape(file)}: it did not finish loading within ${loadTimeout} ms`))
-    }
+    }))
     rmSync(file)
     await expectAllRan(s, ids)
   }, 120_000)
@@ -233,10 +232,10 @@ describe("an apps folder that cannot be read", () => {
     mkdirSync(apps)
     symlinkSync(join(s.dir, "gone"), join(apps, "dangling"))
     for (const [dir, why] of [[file, "ENOTDIR"], [apps, "ENOENT"]] as const) {
-      for (const args of [["check"], ["worker"], ["enqueue", "demo/noop", "--payload", '{"n":1}']]) {
+      await Promise.all([["check"], ["worker"], ["enqueue", "demo/noop", "--payload", '{"n":1}']].map(async (args) => {
         const r = await s.run(args, { env: { ROSTER_APPS_DIR: dir } })
         expectRefused(r, new RegExp(`^roster: cannot read apps folder ${escape(dir)}: ${why}: .*\\(set ROSTER_APPS_DIR or appsDir in roster\\.config\\.ts\\)$`))
-      }
+      }))
     }
     expect(existsSync(s.db)).toBe(false)
   }, 60_000)
