@@ -5,11 +5,12 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, test } from "bun:test"
-import { Effect, Redacted } from "effect"
+import { Effect, Exit, Redacted, Scope } from "effect"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { migrations } from "../../src/store/postgres/migrations.ts"
+import { applyMigrations, openClient } from "../../src/store/postgres/PostgresConnection.ts"
 import { pgUrl, requireService } from "../support/env.ts"
 import { freshSchema, pgAdmin, urlWithSchema } from "./drivers.ts"
 
@@ -45,6 +46,29 @@ describe.skipIf(pg.skip)("postgres migrations", () => {
       expect(versions.map((v) => v.version)).toEqual(migrations.map((m) => m.version))
     } finally {
       rmSync(dir, { recursive: true, force: true })
+      await pgAdmin(url, `DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+    }
+  }, 30_000)
+
+  test("a schema migrated to 9 before roster_claim_global existed gets it from migration 10", async () => {
+    const url = pgUrl()!
+    const schema = freshSchema("roster_mig9")
+    const scope = await Effect.runPromise(Scope.make())
+    try {
+      const client = await Effect.runPromise(openClient({ url, schema }, scope, { size: 1, relaxed: false }))
+      const migrate = () => Effect.runPromise(applyMigrations(client, { schema, now: 0 }))
+      const hasGlobal = async () =>
+        (await Effect.runPromise(client<{ n: number }>`SELECT count(*)::int AS n FROM pg_proc p JOIN pg_namespace s ON s.oid = p.pronamespace
+          WHERE p.proname = 'roster_claim_global' AND s.nspname = ${schema}`))[0]!.n === 1
+      expect(await migrate()).toBe(migrations.length)
+      // As a Roster of the day before left it: at 9, with no roster_claim_global.
+      await Effect.runPromise(client.unsafe(`DROP FUNCTION roster_claim_global`))
+      await Effect.runPromise(client.unsafe(`DELETE FROM roster_migrations WHERE version > 9`))
+      expect(await hasGlobal()).toBe(false)
+      expect(await migrate()).toBe(migrations.filter((m) => m.version > 9).length)
+      expect(await hasGlobal()).toBe(true)
+    } finally {
+      await Effect.runPromise(Scope.close(scope, Exit.void))
       await pgAdmin(url, `DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
     }
   }, 30_000)

@@ -1,5 +1,5 @@
 /**
- * The limited claim on PostgreSQL as one server-side function (migration 9), so a claim
+ * The limited claim on PostgreSQL as one server-side function (migrations 9 and 10), so a claim
  * of a limited queue is one round trip, as the plain claim is, instead of six (BEGIN,
  * the advisory lock, the flow read, the scan, the claim, COMMIT): with a global limit
  * equal to the worker's own concurrency those round trips cost 40% of the drain rate.

@@ -260,6 +260,13 @@ export const migrations: ReadonlyArray<Migration> = [
     version: 9,
     name: "the limited claim as one server-side function",
     // PgClaimFunction.ts: the rules of FlowRules.ts run where the rows are, one round trip per claim.
-    statements: [rateFreesAtFunctionSql, claimLimitedFunctionSql, claimGlobalFunctionSql]
+    statements: [rateFreesAtFunctionSql, claimLimitedFunctionSql]
+  },
+  {
+    version: 10,
+    name: "the global-only limited claim as its own function",
+    // A database already at 9 gets the new function, and roster_claim_limited's newer body
+    // (the update by primary key, the json result): CREATE OR REPLACE of the same text is harmless.
+    statements: [claimLimitedFunctionSql, claimGlobalFunctionSql]
   }
 ]
