@@ -6,19 +6,20 @@
 import { PgBoss } from "pg-boss"
 import { Roster } from "../../src/index.ts"
 import { CONCURRENCY, pgUrl } from "./common.ts"
-import { noop } from "./roster.ts"
+import { drainWorkOptions } from "./pgboss.ts"
+import { noop, openOptions } from "./roster.ts"
 
 const [system, where] = process.argv.slice(2) as [string, string]
 let stop: () => Promise<void>
 if (system === "roster") {
-  const roster = await Roster.open({ db: where, jobs: [noop] }, { configDir: false, logger: { level: "Warn" } })
+  const roster = await Roster.open({ db: where, jobs: [noop] }, openOptions)
   await roster.startWorker({ concurrency: CONCURRENCY })
   stop = () => roster.close()
 } else {
   const boss = new PgBoss({ connectionString: pgUrl()!, schema: where })
   boss.on("error", (error) => process.stderr.write(`pg-boss error: ${error.message}\n`))
   await boss.start()
-  await boss.work("noop", { batchSize: CONCURRENCY, burstWhenBatchFull: true }, async () => {})
+  await boss.work("noop", drainWorkOptions, async () => {})
   stop = () => boss.stop({ graceful: true, close: true, timeout: 10_000 })
 }
 process.stdout.write("ready\n")

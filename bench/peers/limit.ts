@@ -82,7 +82,14 @@ export const sqliteLimit: System = {
   label: "SQLite limit (Roster's store, no runtime)",
   unavailable: async () => undefined,
   durability: async () => "SQLite WAL, synchronous=FULL: fsync per commit (as Roster's default)",
-  version: () => `bun:sqlite ${(openDatabase({ path: ":memory:" }).query("select sqlite_version() AS v").get() as { v: string }).v}, Roster's store`,
+  version: () => {
+    const db = openDatabase({ path: ":memory:" })
+    try {
+      return `bun:sqlite ${(db.query("select sqlite_version() AS v").get() as { v: string }).v}, Roster's store`
+    } finally {
+      db.close()
+    }
+  },
   settings: `claims ${CONCURRENCY} at a time and records each batch's successes in one transaction; the idle loop polls without pause`,
   open
 }

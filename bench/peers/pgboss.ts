@@ -19,6 +19,9 @@ import { adminQuery, pgDurability, pgUnavailable, schemaName } from "./postgres.
 
 const queueName = "noop"
 
+/** The drain's worker options (see above): batches of the concurrency, fetched again at once while full. */
+export const drainWorkOptions = { batchSize: CONCURRENCY, burstWhenBatchFull: true } as const
+
 const make = (notify: boolean): System => ({
   id: notify ? "pg-boss-notify" : "pg-boss",
   label: notify ? "pg-boss, LISTEN/NOTIFY" : "pg-boss",
@@ -39,7 +42,7 @@ const make = (notify: boolean): System => ({
       enqueueMany: async (from, count) => void (await boss.insert(queueName, payloads(from, count).map((data) => ({ data })))),
       startWorker: async (mode) => {
         if (mode === "drain") {
-          await boss.work<Payload>(queueName, { batchSize: CONCURRENCY, burstWhenBatchFull: true }, async (jobs) => {
+          await boss.work<Payload>(queueName, drainWorkOptions, async (jobs) => {
             for (const job of jobs) started(job.data.i)
           })
         } else {

@@ -49,10 +49,10 @@ let counter = 0
 export const schemaName = (label: string): string => `peers_${label}_${process.pid}_${Date.now().toString(36)}_${counter++}`
 
 /** Creates a schema; returns the URL whose connections use it (search_path) and how to drop it. */
-export const freshSchema = async (label: string, create = true): Promise<{ schema: string; url: string; drop: () => Promise<void> }> => {
+export const freshSchema = async (label: string): Promise<{ schema: string; url: string; drop: () => Promise<void> }> => {
   const base = pgUrl()!
   const schema = schemaName(label)
-  if (create) await adminQuery(`CREATE SCHEMA "${schema}"`)
+  await adminQuery(`CREATE SCHEMA "${schema}"`)
   const url = `${base}${base.includes("?") ? "&" : "?"}options=${encodeURIComponent(`-c search_path=${schema}`)}`
   return { schema, url, drop: async () => void (await adminQuery(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)) }
 }

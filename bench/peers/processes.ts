@@ -17,7 +17,7 @@ import { join } from "node:path"
 import { Roster } from "../../src/index.ts"
 import { CHUNK, median, N, payloads, peersDir, pgUrl, progress, rate, REPEAT, sleep } from "./common.ts"
 import { adminQuery, freshSchema, pgDurability, pgUnavailable, schemaName } from "./postgres.ts"
-import { noop } from "./roster.ts"
+import { noop, openOptions } from "./roster.ts"
 
 const counts = (process.env.BENCH_PEERS_PROCESSES ?? "1,4").split(",").map((s) => Number(s.trim())).filter((k) => k > 0)
 
@@ -31,7 +31,7 @@ interface Prepared {
 
 const prepareRoster = async (): Promise<Prepared> => {
   const schema = await freshSchema("roster")
-  const roster = await Roster.open({ db: schema.url, jobs: [noop] }, { configDir: false, logger: { level: "Warn" } })
+  const roster = await Roster.open({ db: schema.url, jobs: [noop] }, openOptions)
   for (let from = 0; from < N; from += CHUNK) {
     await roster.enqueueMany(payloads(from, Math.min(CHUNK, N - from)).map((p) => ({ job: noop, payload: p })))
   }

@@ -23,13 +23,12 @@ const rosterVersion = (): string => {
   return `roster ${pkg.version} (this checkout)`
 }
 
+/** Roster.open's options for every Roster process here: the repository's roster.config.ts (the demo app) is not read; warnings only. */
+export const openOptions = { configDir: false, logger: { level: "Warn" } } as const
+
 /** Opens Roster on `db` and wraps it as a Store. */
 const openStore = async (db: string, synchronous: "FULL" | "NORMAL" | undefined, cleanup: () => Promise<void> | void): Promise<Store> => {
-  // configDir false: the repository's roster.config.ts (the demo app) is not read.
-  const roster = await Roster.open(
-    { db, jobs: [noop], ...(synchronous ? { synchronous } : {}) },
-    { configDir: false, logger: { level: "Warn" } }
-  )
+  const roster = await Roster.open({ db, jobs: [noop], ...(synchronous ? { synchronous } : {}) }, openOptions)
   return {
     enqueue: async (i) => void (await roster.enqueue(noop, payload(i))),
     enqueueMany: async (from, count) => void (await roster.enqueueMany(payloads(from, count).map((p) => ({ job: noop, payload: p })))),
