@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test"
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { release } from "../fixtures/release.ts"
 import { parseJsonOutput, repoRoot, spawnRoster, tail, waitFor } from "../support/processes.ts"
 
 const apps = join(repoRoot, "tests/fixtures/service-apps")
@@ -23,8 +24,8 @@ afterEach(() => rmSync(dir, { recursive: true, force: true }))
 const roster = (args: ReadonlyArray<string>, extra: Record<string, string> = {}) => spawnRoster(args, { cwd: dir, env: { ...env, ...extra } })
 const events = () => (existsSync(env.ROSTER_TEST_EVENTS!) ? readFileSync(env.ROSTER_TEST_EVENTS!, "utf8").trim().split("\n") : [])
 
-const enqueue = async (name: string, ms: number): Promise<string> => {
-  const r = await roster(["enqueue", "greeter/greet", "--payload", JSON.stringify({ name, ms }), "--json"]).wait()
+const enqueue = async (name: string, until?: string): Promise<string> => {
+  const r = await roster(["enqueue", "greeter/greet", "--payload", JSON.stringify({ name, until }), "--json"]).wait()
   expect(r.code, tail(r.stderr)).toBe(0)
   return parseJsonOutput<{ id: string }>(r).id
 }
@@ -37,12 +38,18 @@ const show = async (id: string) => {
 
 describe("services.ts in a worker process", () => {
   test("built once, given to every execution of its app, closed after in-flight work at SIGTERM", async () => {
-    const ids = [await enqueue("ada", 0), await enqueue("grace", 0)]
+    const ids = [await enqueue("ada"), await enqueue("grace")]
     const worker = roster(["worker"])
     await waitFor("both greetings", () => events().filter((l) => l.startsWith("handled")).length === 2)
-    const slow = await enqueue("linus", 1_500)
+    const gate = join(dir, "release-linus")
+    const slow = await enqueue("linus", gate)
     await waitFor("the slow greeting to start", async () => (await show(slow)).state === "running", { intervalMs: 20 })
     worker.kill("SIGTERM")
+    // Stopping waits for the greeting in flight, which ends only when the test lets it.
+    await waitFor("the worker to wait for its running execution", () => worker.stderrSoFar().includes("stopping: waiting up to"))
+    expect(worker.exited).toBe(false)
+    expect(events()).toEqual(["built", "handled ada", "handled grace"])
+    release(gate)
     const r = await worker.wait(30_000)
     expect(r.code, tail(r.stderr)).toBe(0)
     for (const id of [...ids, slow]) expect((await show(id)).state).toBe("succeeded")
@@ -51,7 +58,7 @@ describe("services.ts in a worker process", () => {
   }, 60_000)
 
   test("a services Layer that fails to build: one line naming the file, exit 1, nothing charged", async () => {
-    const id = await enqueue("ada", 0)
+    const id = await enqueue("ada")
     const r = await roster(["worker", "--exit-when-idle"], { ROSTER_TEST_BREAK_SERVICES: "1" }).wait(30_000)
     expect(r.code).toBe(1)
     const lastLine = r.stderr.trim().split("\n").at(-1)

@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { release } from "../fixtures/release.ts"
 import { parseJsonOutput, repoRoot, spawnRoster, tail, waitFor } from "../support/processes.ts"
 
 let dir: string
@@ -30,15 +31,19 @@ const show = async (id: string) => parseJsonOutput<{ state: string; attempt: num
 describe("stray errors in a worker", () => {
   test("an unhandled rejection and a throw from a timer are logged; the worker and the execution running meanwhile carry on", async () => {
     const worker = roster(["worker"])
-    const slow = await enqueue("stray/slow", { ms: 2_000 })
+    const gate = join(dir, "release-slow")
+    const slow = await enqueue("stray/slow", { until: gate })
     await waitFor("the slow execution to run", async () => (await show(slow)).state === "running", { intervalMs: 20 })
     const rejecting = await enqueue("stray/reject", {})
     const throwing = await enqueue("stray/throw-later", {})
     await waitFor("both stray errors to be logged", () =>
       worker.stderrSoFar().includes("unhandled promise rejection") && worker.stderrSoFar().includes("uncaught exception"))
-    await waitFor("the slow execution to end", async () => (await show(slow)).state !== "running", { timeoutMs: 30_000, intervalMs: 50 })
+    for (const id of [rejecting, throwing]) await waitFor(`${id} to succeed`, async () => (await show(id)).state === "succeeded")
+    // The slow execution ran through both errors; it ends only now, when the test lets it.
+    expect((await show(slow)).state).toBe("running")
+    release(gate)
+    await waitFor("the slow execution to end", async () => (await show(slow)).state !== "running", { intervalMs: 50 })
     expect(worker.exited).toBe(false)
-    for (const id of [rejecting, throwing]) expect((await show(id)).state).toBe("succeeded")
     // The innocent execution: one attempt, succeeded, never recovered from an expired lease.
     expect(await show(slow)).toMatchObject({ state: "succeeded", attempt: 1 })
     expect((await show(slow)).attempts.length).toBe(1)
@@ -46,7 +51,7 @@ describe("stray errors in a worker", () => {
     expect(stderr).toContain("a rejection nobody handles")
     expect(stderr).toMatch(new RegExp(`uncaught exception \\(from execution ${throwing}\\); the worker carries on.*thrown from a timer`))
     // Still serving: new work runs.
-    const after = await enqueue("stray/slow", { ms: 1 })
+    const after = await enqueue("stray/slow", { until: gate })
     await waitFor("work enqueued after the stray errors to run", async () => (await show(after)).state === "succeeded")
     worker.kill("SIGTERM")
     const r = await worker.wait(30_000)
