@@ -3,9 +3,12 @@
  * same server (issue 17's PostgreSQL target; index.ts runs one process per system).
  * For each (repeat, system, K): N jobs are bulk-enqueued into a fresh schema, then K
  * worker processes (drainer.ts: Roster's `startWorker({ concurrency: 50 })`, pg-boss's
- * `work` with batchSize 50 + burstWhenBatchFull) drain them. The rate is N over
- * first start → last completion, read from each system's own job table, so process
- * start-up is not counted; the wall time from spawning to all stored is shown beside.
+ * `work` with batchSize 50 + burstWhenBatchFull) drain them. Each process loads and
+ * connects first and starts working only when all K are ready, so start-up neither
+ * counts nor takes CPU from a drain under way. The rate is N over first start → last
+ * completion, read from each system's own job table; the wall time from the go to all
+ * stored is shown beside, and the CPU the worker processes spent from the go to their
+ * stop, per job (the PostgreSQL server's own CPU is not in it).
  *
  *   ROSTER_TEST_PG_URL=postgres://… node_modules/.bin/bun bench/peers/processes.ts
  *
@@ -74,12 +77,61 @@ const systems = [
   { id: "pg-boss", label: "pg-boss (batchSize 50 + burstWhenBatchFull)", prepare: preparePgBoss }
 ] as const
 
-/** One drain: K processes on a freshly filled store; jobs/s from the store, and wall ms. */
-const drainOnce = async (system: (typeof systems)[number], k: number): Promise<{ rate: number; wallMs: number }> => {
+/** A drainer's stdout, read as lines: `next(prefix)` resolves with the first line starting so. */
+const linesOf = (stdout: ReadableStream<Uint8Array>) => {
+  const seen: Array<string> = []
+  let buffer = ""
+  let wake: () => void = () => {}
+  let ended = false
+  void (async () => {
+    for await (const chunk of stdout) {
+      buffer += new TextDecoder().decode(chunk)
+      const parts = buffer.split("\n")
+      buffer = parts.pop() ?? ""
+      seen.push(...parts)
+      wake()
+    }
+    ended = true
+    wake()
+  })()
+  return {
+    next: async (prefix: string): Promise<string> => {
+      while (true) {
+        const line = seen.find((l) => l.startsWith(prefix))
+        if (line !== undefined) return line
+        if (ended) throw new Error(`a drainer exited without printing "${prefix}…" (it printed: ${seen.join(" | ")})`)
+        await new Promise<void>((resolve) => (wake = resolve))
+      }
+    }
+  }
+}
+
+interface Drain {
+  readonly rate: number
+  readonly wallMs: number
+  /** The workers' CPU (user + system) from the go to SIGTERM, µs per job, all processes together. */
+  readonly cpuUsPerJob: number
+}
+
+/** One drain: K processes on a freshly filled store; jobs/s from the store, wall ms, and CPU per job. */
+const drainOnce = async (system: (typeof systems)[number], k: number): Promise<Drain> => {
   const store = await system.prepare()
   const children = Array.from({ length: k }, () =>
-    Bun.spawn([process.execPath, join(peersDir, "drainer.ts"), system.id, store.where], { stdout: "ignore", stderr: "inherit", env: process.env }))
+    Bun.spawn([process.execPath, join(peersDir, "drainer.ts"), system.id, store.where], { stdin: "pipe", stdout: "pipe", stderr: "inherit", env: process.env }))
+  const outputs = children.map((c) => linesOf(c.stdout))
+  let stopped = false
+  const stop = async () => {
+    if (stopped) return
+    stopped = true
+    for (const c of children) c.kill("SIGTERM")
+    await Promise.all(children.map((c) => c.exited))
+  }
   try {
+    await Promise.all(outputs.map((o) => o.next("ready")))
+    for (const c of children) {
+      c.stdin.write("go\n")
+      c.stdin.flush()
+    }
     const t0 = performance.now()
     let state = await store.progress()
     while (state.done < N) {
@@ -87,10 +139,16 @@ const drainOnce = async (system: (typeof systems)[number], k: number): Promise<{
       await sleep(50)
       state = await store.progress()
     }
-    return { rate: (N / state.spanMs) * 1000, wallMs: performance.now() - t0 }
+    const wallMs = performance.now() - t0
+    await stop()
+    let cpuMs = 0
+    for (const o of outputs) {
+      const [, ready, end] = (await o.next("cpu ")).split(" ").map(Number) as [number, number, number]
+      cpuMs += end - ready
+    }
+    return { rate: (N / state.spanMs) * 1000, wallMs, cpuUsPerJob: (cpuMs * 1000) / N }
   } finally {
-    for (const c of children) c.kill("SIGTERM")
-    await Promise.all(children.map((c) => c.exited))
+    await stop()
     await store.drop()
   }
 }
@@ -100,25 +158,25 @@ if (why) {
   console.error(`bench/peers/processes.ts: ${why}`)
   process.exit(2)
 }
-const results = new Map<string, Array<{ rate: number; wallMs: number }>>()
+const results = new Map<string, Array<Drain>>()
 for (let r = 1; r <= REPEAT; r++) {
   for (const k of counts) {
     for (const system of systems) {
       const one = await drainOnce(system, k)
-      progress(`repeat ${r}: ${system.id} × ${k}: ${rate(one.rate)}/s (wall ${Math.round(one.wallMs)} ms)`)
+      progress(`repeat ${r}: ${system.id} × ${k}: ${rate(one.rate)}/s (wall ${Math.round(one.wallMs)} ms, CPU ${Math.round(one.cpuUsPerJob)} µs/job)`)
       results.set(`${system.id}/${k}`, [...(results.get(`${system.id}/${k}`) ?? []), one])
     }
   }
 }
 const rows = counts.flatMap((k) => systems.map((s) => {
   const runs = results.get(`${s.id}/${k}`) ?? []
-  return `| ${s.label} | ${k} | ${rate(median(runs.map((x) => x.rate)))} | ${runs.map((x) => rate(x.rate)).join(" / ")} | ${rate(median(runs.map((x) => x.wallMs)))} |`
+  return `| ${s.label} | ${k} | ${rate(median(runs.map((x) => x.rate)))} | ${runs.map((x) => rate(x.rate)).join(" / ")} | ${rate(median(runs.map((x) => x.wallMs)))} | ${Math.round(median(runs.map((x) => x.cpuUsPerJob)))} |`
 }))
 console.log([
   `PostgreSQL drain, ${N.toLocaleString("en-US")} jobs, concurrency 50 per process, ${REPEAT} repeat(s), median (${await pgDurability()})`,
   "",
-  "| system | worker processes | drain /s (first start → last completion) | per repeat | wall ms (spawn → all stored) |",
-  "|---|--:|--:|---|--:|",
+  "| system | worker processes | drain /s (first start → last completion) | per repeat | wall ms (go → all stored) | workers' CPU µs per job (go → end, all processes) |",
+  "|---|--:|--:|---|--:|--:|",
   ...rows
 ].join("\n"))
 process.exit(0)
