@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { release } from "../fixtures/release.ts"
-import { parseJsonOutput, repoRoot, spawnRoster, tail, waitFor } from "../support/processes.ts"
+import { killLeftovers, parseJsonOutput, repoRoot, spawnRoster, tail, waitFor } from "../support/processes.ts"
 
 const apps = join(repoRoot, "tests/fixtures/service-apps")
 let dir: string
@@ -19,7 +19,10 @@ beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "roster-services-proc-"))
   env = { ROSTER_DB: join(dir, "roster.db"), ROSTER_APPS_DIR: apps, ROSTER_TEST_EVENTS: join(dir, "events.log") }
 })
-afterEach(() => rmSync(dir, { recursive: true, force: true }))
+afterEach(async () => {
+  await killLeftovers()
+  rmSync(dir, { recursive: true, force: true })
+})
 
 const roster = (args: ReadonlyArray<string>, extra: Record<string, string> = {}) => spawnRoster(args, { cwd: dir, env: { ...env, ...extra } })
 const events = () => (existsSync(env.ROSTER_TEST_EVENTS!) ? readFileSync(env.ROSTER_TEST_EVENTS!, "utf8").trim().split("\n") : [])

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { release } from "../fixtures/release.ts"
-import { parseJsonOutput, repoRoot, spawnRoster, tail, waitFor } from "../support/processes.ts"
+import { killLeftovers, parseJsonOutput, repoRoot, spawnRoster, tail, waitFor } from "../support/processes.ts"
 
 let dir: string
 let env: Record<string, string>
@@ -18,7 +18,10 @@ beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "roster-stray-"))
   env = { ROSTER_DB: join(dir, "roster.db"), ROSTER_APPS_DIR: join(repoRoot, "tests/fixtures/stray-apps") }
 })
-afterEach(() => rmSync(dir, { recursive: true, force: true }))
+afterEach(async () => {
+  await killLeftovers()
+  rmSync(dir, { recursive: true, force: true })
+})
 
 const roster = (args: ReadonlyArray<string>) => spawnRoster(args, { cwd: dir, env })
 const enqueue = async (job: string, payload: unknown) => {

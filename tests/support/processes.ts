@@ -88,6 +88,24 @@ const baseEnv = (): Record<string, string> => {
   return env
 }
 
+/** Every process spawnRoster started that has not exited yet. */
+const live = new Set<RosterProcess>()
+
+/**
+ * Kills (SIGKILL) every process spawnRoster started that is still running and waits
+ * for them: for a test's afterEach, so a test that fails half-way does not leave a
+ * worker polling for the rest of the run. Whatever is left when the test process
+ * exits is killed then.
+ */
+export const killLeftovers = async (): Promise<void> => {
+  const left = [...live]
+  for (const p of left) p.kill("SIGKILL")
+  await Promise.all(left.map((p) => p.wait(10_000).catch(() => undefined)))
+}
+process.on("exit", () => {
+  for (const p of live) p.kill("SIGKILL")
+})
+
 /**
  * Spawns `bun src/cli/main.ts <args>` in `cwd` (or `command <args>`, e.g. a built binary);
  * output is collected as it comes. The environment is this process's minus ROSTER_*,
@@ -113,11 +131,12 @@ export const spawnRoster = (args: ReadonlyArray<string>, options: {
   let exited = false
   const done = proc.exited.then(async (code) => {
     exited = true
+    live.delete(handle)
     await drained
     const signal = proc.signalCode === null ? null : String(proc.signalCode)
     return { code: signal === null ? code : null, signal, stdout: out.text, stderr: err.text } satisfies ProcessResult
   })
-  return {
+  const handle: RosterProcess = {
     pid: proc.pid,
     args,
     kill: (signal = "SIGTERM") => {
@@ -139,6 +158,8 @@ export const spawnRoster = (args: ReadonlyArray<string>, options: {
       return exited
     }
   }
+  live.add(handle)
+  return handle
 }
 
 /** The last lines of a text, for error messages. */
