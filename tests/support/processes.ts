@@ -97,11 +97,15 @@ const live = new Set<RosterProcess>()
  * worker polling for the rest of the run. Whatever is left when the test process
  * exits is killed then.
  */
-export const killLeftovers = async (): Promise<void> => {
-  const left = [...live]
-  for (const p of left) p.kill("SIGKILL")
-  await Promise.all(left.map((p) => p.wait(10_000).catch(() => undefined)))
-}
+export const killLeftovers = (): Promise<void> => killAll([...live])
+
+/** SIGKILLs each process still running and waits (up to 10 s each) for it to end. */
+const killAll = (processes: ReadonlyArray<RosterProcess>): Promise<void> =>
+  Promise.all(processes.map(async (p) => {
+    if (p.exited) return
+    p.kill("SIGKILL")
+    await p.wait(10_000).catch(() => undefined)
+  })).then(() => undefined)
 process.on("exit", () => {
   for (const p of live) p.kill("SIGKILL")
 })
@@ -271,11 +275,7 @@ export class Scratch {
 
   /** Kills what is still running, closes the connection, removes the folder. */
   async cleanup(): Promise<void> {
-    await Promise.all(this.processes.map(async (p) => {
-      if (p.exited) return
-      p.kill("SIGKILL")
-      await p.wait(10_000).catch(() => undefined)
-    }))
+    await killAll(this.processes)
     this.connection?.close(false)
     this.connection = undefined
     rmSync(this.dir, { recursive: true, force: true })
