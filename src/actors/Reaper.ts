@@ -14,7 +14,7 @@ import * as Metrics from "./Metrics.ts"
 import type { Recorder } from "./Recorder.ts"
 
 /** One sweep; returns how many executions were recovered. */
-export const sweep = Effect.fnUntraced(function*(options: { readonly registry: Registry; readonly recorder: Recorder; readonly limit?: number }) {
+export const sweep = Effect.fnUntraced(function*(options: { readonly registry: Registry; readonly recorder: Pick<Recorder, "finish">; readonly limit?: number }) {
   const store = yield* Store
   const now = yield* Clock.currentTimeMillis
   const expired = yield* store.executionsExpired({ now, limit: options.limit ?? 500 })
@@ -35,7 +35,7 @@ export const sweep = Effect.fnUntraced(function*(options: { readonly registry: R
 })
 
 /** The Reaper's loop, to be run under supervise(). */
-export const loop = (options: { readonly registry: Registry; readonly recorder: Recorder; readonly intervalMs: number }) =>
+export const loop = (options: { readonly registry: Registry; readonly recorder: Pick<Recorder, "finish">; readonly intervalMs: number }) =>
   Effect.gen(function*() {
     while (true) {
       yield* sweep(options).pipe(Effect.catchTag("StoreError", (e) => Effect.logError(`reaper sweep failed: ${e.message}`)))

@@ -22,13 +22,21 @@ import type { WakeBus } from "./WakeBus.ts"
 
 type Message =
   | { readonly _tag: "Insert"; readonly rows: ReadonlyArray<InsertRequest>; readonly reply: Deferred.Deferred<ReadonlyArray<InsertResult>, StoreError> }
-  | { readonly _tag: "Finish"; readonly outcome: Outcome; readonly queue: string; readonly reply: Deferred.Deferred<boolean, StoreError> }
+  | { readonly _tag: "Finish"; readonly outcome: Outcome; readonly queue: string; readonly then: (exit: Exit.Exit<boolean, StoreError>) => Effect.Effect<void> }
 
 /** The Recorder's interface: each call resolves once its write is committed. */
 export interface Recorder {
   readonly insert: (rows: ReadonlyArray<InsertRequest>) => Effect.Effect<ReadonlyArray<InsertResult>, StoreError>
   /** Applies an outcome; false means the lease was lost and the outcome was dropped. */
   readonly finish: (outcome: Outcome, queue: string) => Effect.Effect<boolean, StoreError>
+  /**
+   * Hands an outcome over without waiting for it: `then` runs on the Recorder's fiber
+   * once the batch holding it is committed (or has failed), with what `finish` would
+   * have returned. The WorkerPool's path: a handler's fiber ends at the hand-over instead
+   * of suspending on a reply, and the Recorder runs the batch's follow-ups in one go.
+   * False when the Recorder has stopped (`then` never runs).
+   */
+  readonly submit: (outcome: Outcome, queue: string, then: (exit: Exit.Exit<boolean, StoreError>) => Effect.Effect<void>) => Effect.Effect<boolean>
 }
 
 const stopped = new StoreError({ message: "the recorder has stopped (the runtime is shutting down)" })
@@ -69,7 +77,6 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
           // A child's end may have made its parent due, on a queue not known here: one wake-up per batch.
           let childAt: number | null = null
           for (const [j, m] of finishes.entries()) {
-            Deferred.doneUnsafe(m.reply, Exit.succeed(exit.value[j] ?? false))
             if (exit.value[j]) bus.notifyOutcome(m.outcome.id)
             if (exit.value[j] && m.outcome.kind === "retry") bus.notify(m.queue, m.outcome.runAt)
             if (exit.value[j] && m.outcome.kind === "park") {
@@ -80,39 +87,70 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
             if (exit.value[j] && (m.outcome.parentId ?? null) !== null) childAt = m.outcome.now
           }
           if (childAt !== null) bus.notifyEvery(childAt)
+          for (const [j, m] of finishes.entries()) yield* followUp(m, Exit.succeed(exit.value[j] ?? false))
         } else {
-          for (const m of finishes) Deferred.doneUnsafe(m.reply, Exit.failCause(exit.cause))
+          const failed = Exit.failCause(exit.cause)
+          for (const m of finishes) yield* followUp(m, failed)
         }
       }
+    })
+
+  /**
+   * Runs a caller's follow-up, once: a crash after some follow-ups ran (failAll) does not
+   * run them again. One that fails or dies is logged; the batch's others still run.
+   */
+  const followed = new WeakSet<Message>()
+  const followUp = (m: Extract<Message, { _tag: "Finish" }>, exit: Exit.Exit<boolean, StoreError>) =>
+    Effect.suspend(() => {
+      if (followed.has(m)) return Effect.void
+      followed.add(m)
+      return m.then(exit).pipe(Effect.catchCause((cause) => Effect.logError(`the follow-up of ${m.outcome.id}'s outcome failed`, cause)))
     })
 
   const loop = Effect.gen(function*() {
     while (true) {
       const batch = yield* Queue.takeAll(mailbox).pipe(Effect.catchCause(() => Effect.succeed(null)))
       if (batch === null) return
-      yield* commit(batch).pipe(Effect.onError((cause) => Effect.sync(() => failAll(batch, cause))))
+      yield* commit(batch).pipe(Effect.onError((cause) => failAll(batch, cause)))
     }
   })
 
-  /** After a crash mid-batch: every caller of the batch still waiting gets a StoreError. */
-  const failAll = (batch: ReadonlyArray<Message>, cause: Cause.Cause<unknown>) => {
-    const error = new StoreError({ message: `the recorder crashed writing this batch: ${Cause.squash(cause)}` })
-    for (const m of batch) Deferred.doneUnsafe(m.reply as Deferred.Deferred<unknown, StoreError>, Exit.fail(error))
-  }
+  /**
+   * After a crash mid-batch: every caller of the batch still waiting gets a StoreError
+   * (a follow-up that already ran is not run again).
+   */
+  const failAll = (batch: ReadonlyArray<Message>, cause: Cause.Cause<unknown>) =>
+    Effect.gen(function*() {
+      const error = Exit.fail(new StoreError({ message: `the recorder crashed writing this batch: ${Cause.squash(cause)}` }))
+      for (const m of batch) {
+        if (m._tag === "Insert") Deferred.doneUnsafe(m.reply, error)
+        else yield* followUp(m, error)
+      }
+    })
 
   // Forked into the owner's scope; the finalizer below (run first) ends the mailbox and
   // waits for the loop to drain it, so every acknowledged write is committed first.
   const fiber = yield* Effect.forkScoped(supervise("Recorder", Effect.uninterruptible(loop)))
   yield* Effect.addFinalizer(() => Queue.end(mailbox).pipe(Effect.andThen(Fiber.await(fiber))))
 
-  const send = <A>(make: (reply: Deferred.Deferred<A, StoreError>) => Message) =>
+  const send = <A>(make: (reply: Deferred.Deferred<A, StoreError>) => Extract<Message, { _tag: "Insert" }>) =>
     Effect.suspend(() => {
       const reply = Deferred.makeUnsafe<A, StoreError>()
       return Effect.flatMap(Queue.offer(mailbox, make(reply)), (accepted) => (accepted ? Deferred.await(reply) : Effect.fail(stopped)))
     })
 
+  const submit: Recorder["submit"] = (outcome, queue, then) => Queue.offer(mailbox, { _tag: "Finish", outcome, queue, then })
+
   return {
     insert: (rows) => (rows.length === 0 ? Effect.succeed([]) : send((reply) => ({ _tag: "Insert", rows, reply }))),
-    finish: (outcome, queue) => send((reply) => ({ _tag: "Finish", outcome, queue, reply }))
+    finish: (outcome, queue) =>
+      Effect.suspend(() => {
+        const reply = Deferred.makeUnsafe<boolean, StoreError>()
+        return Effect.flatMap(
+          submit(outcome, queue, (exit) => Effect.sync(() => Deferred.doneUnsafe(reply, exit))),
+          (accepted) => (accepted ? Deferred.await(reply) : Effect.fail(stopped))
+        )
+      }),
+    submit
   } satisfies Recorder
 })

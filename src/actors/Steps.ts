@@ -26,6 +26,8 @@ export const makeContext = (
   hooks: Omit<RunHooks, "store" | "execution" | "steps" | "claimName" | "save" | "remember">
 ): JobContext => {
   const used = new Set<string>()
+  let built: ReturnType<typeof makeOrchestration> | undefined
+  const orchestration = () => (built ??= makeOrchestration({ ...hooks, store, execution, steps: load, claimName, save, remember }))
   let stored: Map<string, Step> | undefined
   const load = Effect.gen(function*() {
     if (!stored) stored = new Map((yield* Effect.orDie(store.stepsList(execution.id))).map((s) => [s.name, s]))
@@ -69,6 +71,10 @@ export const makeContext = (
     step,
     stepKey: (name) => `${execution.id}:${name}`,
     log: (message, level = "Info") => Effect.runSyncWith(context)(Effect.logWithLevel(level)(message)),
-    ...makeOrchestration({ ...hooks, store, execution, steps: load, claimName, save, remember })
+    // Built on first use: most handlers never orchestrate, and every run would pay for it.
+    enqueue: ((...args) => orchestration().enqueue(...args)) as JobContext["enqueue"],
+    awaitChildren: (name, ids) => orchestration().awaitChildren(name, ids),
+    sleep: (name, duration) => orchestration().sleep(name, duration),
+    waitForSignal: ((...args) => orchestration().waitForSignal(...args)) as JobContext["waitForSignal"]
   }
 }

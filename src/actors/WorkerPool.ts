@@ -15,7 +15,7 @@
  * - `timeout`  (the sweeper's own) the Job's timeout passed: the attempt fails with JobTimeout.
  * Once a fiber is recording, interrupts no longer apply: the outcome is already on its way.
  */
-import { Cause, Clock, Context, Effect, Fiber, FiberSet, Logger, Queue, Random, References, Schema } from "effect"
+import { Cause, Clock, Context, Deferred, Effect, Exit, Fiber, FiberSet, Logger, Queue, Random, References, Schema } from "effect"
 import type { Job } from "../jobs/Job.ts"
 import type { Registry } from "../jobs/Registry.ts"
 import { retryOrFail } from "../jobs/RetryDecision.ts"
@@ -23,7 +23,7 @@ import * as Failure from "../jobs/Failure.ts"
 import { InvalidResult, JobTimeout, UndecodablePayload } from "../jobs/errors.ts"
 import { type Execution, type ExecutionError, UnparsedPayload } from "../store/Execution.ts"
 import type { Outcome } from "../store/Store.ts"
-import { Store } from "../store/Store.ts"
+import { Store, type StoreError } from "../store/Store.ts"
 import * as ExecutionSpan from "./ExecutionSpan.ts"
 import * as Metrics from "./Metrics.ts"
 import type { LogSink } from "./LogSink.ts"
@@ -41,6 +41,8 @@ const appOf = (job: string): string => {
   return slash < 0 ? job : job.slice(0, slash)
 }
 import { failureMessage, jsonCodecOf } from "../jobs/JsonCodec.ts"
+
+const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e))
 
 /** The context each app's handlers run in, by app (built by runtime/Services.ts). */
 export type HandlerContexts = (app: string) => Context.Context<never>
@@ -76,6 +78,8 @@ interface Slot {
   /** What the handler parked on (reason "park"), and when it is due. */
   park: { readonly wait: Wait; readonly runAt: number } | undefined
   recording: boolean
+  /** The outcome is with the Recorder, which runs the slot's end once it is stored. */
+  submitted: boolean
   fiber: Fiber.Fiber<void> | undefined
   /** When the handler's timeout passes (Clock ms); Infinity until it starts. */
   deadline: number
@@ -186,7 +190,18 @@ export const make = Effect.fnUntraced(function*(options: {
     return fate.kind === "retry" ? { ...base, kind: "retry", runAt: fate.runAt, error } : { ...base, kind: "failed", error }
   }
 
-  const runOne = (execution: Execution, slot: Slot, release: Effect.Effect<void>) =>
+  /** What is logged once an outcome handed to the Recorder is stored (or could not be). */
+  const afterRecording = (execution: Execution, exit: Exit.Exit<boolean, StoreError>): Effect.Effect<void> =>
+    exit._tag === "Success" && exit.value
+      ? Effect.void
+      : Effect.updateContext(
+        exit._tag === "Failure"
+          ? Effect.logError(`could not record the outcome of ${execution.id}: ${messageOf(Cause.squash(exit.cause))}; its lease will expire and it will be retried`)
+          : Effect.logWarning(`lease on ${execution.id} (${execution.job}) was lost before its outcome was recorded; the outcome is dropped`),
+        (_: Context.Context<never>) => executionContext(execution)
+      )
+
+  const runOne = (execution: Execution, slot: Slot, release: Effect.Effect<void>, done: Effect.Effect<void>) =>
     Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
         const job = registry.jobs.get(execution.job)
@@ -214,10 +229,11 @@ export const make = Effect.fnUntraced(function*(options: {
           // A defect is logged with its stack, and so kept with the execution's logs.
           yield* outcome.error.tag === "Defect" ? Effect.logError(verdict, outcome.error.pretty) : Effect.logWarning(verdict)
         }
-        const applied = yield* recorder.finish(outcome, execution.queue).pipe(
-          Effect.catch((e) => Effect.as(Effect.logError(`could not record the outcome of ${execution.id}: ${e.message}; its lease will expire and it will be retried`), true))
-        )
-        if (!applied) yield* Effect.logWarning(`lease on ${execution.id} (${execution.job}) was lost before its outcome was recorded; the outcome is dropped`)
+        // Handed over, not awaited: the Recorder ends the slot (`done`) once the outcome is stored.
+        slot.submitted = yield* recorder.submit(outcome, execution.queue, (exit) => Effect.andThen(afterRecording(execution, exit), done))
+        if (!slot.submitted) {
+          yield* Effect.logError(`could not record the outcome of ${execution.id}: the recorder has stopped; its lease will expire and it will be retried`)
+        }
       }).pipe(Effect.updateContext((_: Context.Context<never>) => executionContext(execution)))
     )
 
@@ -227,26 +243,51 @@ export const make = Effect.fnUntraced(function*(options: {
    * there is a LogSink).
    */
   const executionContext = (execution: Execution): Context.Context<never> => {
-    const context = contexts(appOf(execution.job))
-    const annotations = Context.get(context, References.CurrentLogAnnotations)
-    const withAnnotations = Context.add(context, References.CurrentLogAnnotations, {
-      ...annotations,
+    const app = appContextOf(execution.job)
+    return Context.add(app.context, References.CurrentLogAnnotations, {
+      ...app.annotations,
       executionId: execution.id,
       job: execution.job,
       attempt: execution.attempt
-    })
-    return (loggers === undefined ? withAnnotations : Context.add(withAnnotations, Logger.CurrentLoggers, loggers)) as Context.Context<never>
+    }) as Context.Context<never>
+  }
+  /** Each app's context with the capture logger, built once per app (a Job this worker does not know: each time). */
+  const appContexts = new Map<string, { readonly context: Context.Context<never>; readonly annotations: Record<string, unknown> }>()
+  const appContextOf = (job: string) => {
+    const app = appOf(job)
+    let built = appContexts.get(app)
+    if (built === undefined) {
+      const context = contexts(app)
+      built = {
+        context: loggers === undefined ? context : Context.add(context, Logger.CurrentLoggers, loggers) as Context.Context<never>,
+        annotations: Context.get(context, References.CurrentLogAnnotations)
+      }
+      if (registry.jobs.has(job)) appContexts.set(app, built)
+    }
+    return built
+  }
+
+  // Resolved when the last slot ends (an outcome stored, or dropped): the pool is empty.
+  let emptied: Deferred.Deferred<void> | undefined
+  const slotEnded = (id: string) => {
+    slots.delete(id)
+    if (slots.size === 0 && emptied !== undefined) {
+      Deferred.doneUnsafe(emptied, Exit.void)
+      emptied = undefined
+    }
   }
 
   const pool: WorkerPool = {
     run: (execution, release, settled = Effect.void) =>
       Effect.suspend(() => {
-        const slot: Slot = { reason: undefined, park: undefined, recording: false, fiber: undefined, deadline: Infinity }
+        const slot: Slot = { reason: undefined, park: undefined, recording: false, submitted: false, fiber: undefined, deadline: Infinity }
         slots.set(execution.id, slot)
         let released = false
         const releaseOnce = Effect.suspend(() => (released ? Effect.void : ((released = true), release)))
-        const done = Effect.suspend(() => (slots.delete(execution.id), Effect.andThen(releaseOnce, settled)))
-        return Effect.map(FiberSet.run(fibers)(Effect.ensuring(runOne(execution, slot, releaseOnce), done)), (fiber) => {
+        const done = Effect.suspend(() => (slotEnded(execution.id), Effect.andThen(releaseOnce, settled)))
+        // The fiber's end ends the slot too, unless its outcome is with the Recorder (which then does).
+        const ended = Effect.suspend(() => (slot.submitted ? Effect.void : done))
+        return Effect.map(FiberSet.run(fibers)(Effect.ensuring(runOne(execution, slot, releaseOnce, done), ended)), (fiber) => {
           slot.fiber = fiber
         })
       }),
@@ -269,8 +310,8 @@ export const make = Effect.fnUntraced(function*(options: {
       for (const slot of slots.values()) if (slot.recording) recording++
       return { running: slots.size - recording, recording }
     },
-    size: FiberSet.size(fibers),
-    awaitEmpty: FiberSet.awaitEmpty(fibers)
+    size: Effect.sync(() => slots.size),
+    awaitEmpty: Effect.suspend(() => (slots.size === 0 ? Effect.void : Deferred.await(emptied ??= Deferred.makeUnsafe<void>())))
   }
   return pool
 })

@@ -177,7 +177,7 @@ for (const driver of drivers) {
         yield* TestClock.setTime(expiresAt + 5_000)
         const writes: Array<boolean> = []
         // A Recorder that lets the worker's heartbeat land first, as a slow write path would.
-        const recorder: Recorder = {
+        const recorder: Pick<Recorder, "insert" | "finish"> = {
           insert: (rows) => store.executionsInsert(rows),
           finish: (outcome) =>
             Effect.gen(function*() {
