@@ -69,10 +69,16 @@ export const spanName = (job: string): string => `roster.execute ${job}`
  * handler's exit: a failure, a timeout or an interrupt shows as such.
  */
 export const around = <A, E, R>(execution: Execution, run: () => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.withFiber((fiber) => {
-    if (fiber.getRef(Tracer.Tracer) === Tracer.nativeTracer || !fiber.getRef(References.TracerEnabled)) return run()
-    const parent = parentOf(execution.traceContext)
-    return Effect.withSpan(Effect.suspend(run), spanName(execution.job), {
+  Effect.withFiber((fiber) => (tracing(fiber.context) ? inSpan(execution, run) : run()))
+
+/** Whether runs in `context` are traced: a Tracer other than Effect's default, and tracing enabled. */
+export const tracing = (context: Context.Context<never>): boolean =>
+  Context.get(context, Tracer.Tracer) !== Tracer.nativeTracer && Context.get(context, References.TracerEnabled)
+
+/** {@link around} once {@link tracing} is known to be on. */
+export const inSpan = <A, E, R>(execution: Execution, run: () => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
+  const parent = parentOf(execution.traceContext)
+  return Effect.withSpan(Effect.suspend(run), spanName(execution.job), {
       kind: "consumer",
       ...(parent === undefined ? { root: true } : { parent }),
       captureStackTrace: false,
@@ -88,4 +94,4 @@ export const around = <A, E, R>(execution: Execution, run: () => Effect.Effect<A
         "messaging.message.id": execution.id
       }
     })
-  })
+}

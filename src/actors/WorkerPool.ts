@@ -141,35 +141,43 @@ export const make = Effect.fnUntraced(function*(options: {
       return slot.fiber === undefined ? Effect.interrupt : Effect.never
     })
 
-  const execute = (job: Job, execution: Execution, slot: Slot) =>
-    Effect.gen(function*() {
-      if (execution.payload instanceof UnparsedPayload) {
-        return yield* new UndecodablePayload({ message: `stored payload of ${execution.id} is not JSON (${execution.payload.reason})` })
-      }
-      const decoded = jsonCodecOf(job.payload).decode(execution.payload)
-      if (decoded._tag === "Failure") {
-        return yield* new UndecodablePayload({ message: `stored payload does not match ${job.id}'s schema: ${failureMessage(decoded)}` })
-      }
-      const payload = decoded.value
-      const ctx = makeContext(store, execution, yield* Effect.context<never>(), {
-        park: parkOf(slot),
-        wake: (queue, at) => options.bus?.notify(queue, at),
-        resultSchemaOf: (id) => registry.jobs.get(id)?.result,
-        maxPayloadBytes: options.maxPayloadBytes ?? defaultMaxPayloadBytes
-      })
-      // What the handler requires is in the execution's context (its app's services).
-      const result = yield* ExecutionSpan.around(execution, () => {
-        // Attributed, so a stray error the handler schedules can be traced back to it (StrayErrors.ts).
-        const r = attribute(execution.id, () => job.handler(payload, ctx)) as Effect.Effect<unknown, unknown> | Promise<unknown>
-        return Effect.isEffect(r) ? r : Effect.tryPromise({ try: () => r, catch: (e) => e })
-      })
-      if (job.result === undefined) return JSON.stringify(result === undefined ? null : result)
+  /**
+   * The handler's run, as an Effect built at once in the execution's `context` (its
+   * services, annotations and loggers): decode, the handler in its span (when tracing is
+   * on), encode. A handler that throws instead of returning fails with a defect, as one
+   * that dies.
+   */
+  const execute = (job: Job, execution: Execution, slot: Slot, context: Context.Context<never>): Effect.Effect<string, unknown> => {
+    if (execution.payload instanceof UnparsedPayload) {
+      return Effect.fail(new UndecodablePayload({ message: `stored payload of ${execution.id} is not JSON (${execution.payload.reason})` }))
+    }
+    const decoded = jsonCodecOf(job.payload).decode(execution.payload)
+    if (decoded._tag === "Failure") {
+      return Effect.fail(new UndecodablePayload({ message: `stored payload does not match ${job.id}'s schema: ${failureMessage(decoded)}` }))
+    }
+    const payload = decoded.value
+    const ctx = makeContext(store, execution, context, {
+      park: parkOf(slot),
+      wake: (queue, at) => options.bus?.notify(queue, at),
+      resultSchemaOf: (id) => registry.jobs.get(id)?.result,
+      maxPayloadBytes: options.maxPayloadBytes ?? defaultMaxPayloadBytes
+    })
+    const handle = () => {
+      // Attributed, so a stray error the handler schedules can be traced back to it (StrayErrors.ts).
+      const r = attribute(execution.id, () => job.handler(payload, ctx)) as Effect.Effect<unknown, unknown> | Promise<unknown>
+      return Effect.isEffect(r) ? r : Effect.tryPromise({ try: () => r, catch: (e) => e })
+    }
+    // What the handler requires is in the execution's context (its app's services).
+    const ran = ExecutionSpan.tracing(context) ? ExecutionSpan.inSpan(execution, handle) : Effect.suspend(handle)
+    return Effect.flatMap(ran, (result) => {
+      if (job.result === undefined) return Effect.succeed(JSON.stringify(result === undefined ? null : result))
       const encoded = jsonCodecOf(job.result).encode(result)
       if (encoded._tag === "Failure") {
-        return yield* new InvalidResult({ message: `result does not match ${job.id}'s result schema: ${failureMessage(encoded)}` })
+        return Effect.fail(new InvalidResult({ message: `result does not match ${job.id}'s result schema: ${failureMessage(encoded)}` }))
       }
-      return JSON.stringify(encoded.value)
+      return Effect.succeed(JSON.stringify(encoded.value))
     })
+  }
 
   const outcomeOf = (job: Job | undefined, execution: Execution, exit: import("effect").Exit.Exit<string, unknown>, slot: Slot, now: number, random: number): Outcome | null => {
     const base = { id: execution.id, workerId, attempt: execution.attempt, now, startedAt: execution.startedAt ?? now, parentId: execution.parentId }
@@ -201,41 +209,64 @@ export const make = Effect.fnUntraced(function*(options: {
         (_: Context.Context<never>) => executionContext(execution)
       )
 
+  /** Hands a stored-to-be outcome to the Recorder, which ends the slot (`done`) once it is stored. */
+  const submit = (execution: Execution, slot: Slot, outcome: Outcome, done: Effect.Effect<void>): Effect.Effect<void> =>
+    Effect.flatMap(recorder.submit(outcome, execution.queue, (exit) => Effect.andThen(afterRecording(execution, exit), done)), (accepted) => {
+      slot.submitted = accepted
+      return accepted
+        ? Effect.void
+        : Effect.logError(`could not record the outcome of ${execution.id}: the recorder has stopped; its lease will expire and it will be retried`)
+    })
+
+  /** The outcome of an attempt that did not succeed (or was interrupted), logged and handed over. */
+  const settleOther = (job: Job | undefined, execution: Execution, slot: Slot, exit: Exit.Exit<string, unknown>, started: number, done: Effect.Effect<void>) =>
+    Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const random = exit._tag === "Failure" ? yield* Random.next : 0
+      const outcome = outcomeOf(job, execution, exit, slot, now, random)
+      yield* Metrics.attemptFinished(execution.job, execution.queue, outcome?.kind ?? "lost", now - started)
+      if (outcome === null) {
+        yield* Effect.logWarning(`lease on ${execution.id} (${execution.job}) was lost; the outcome is dropped`)
+        return
+      }
+      if (outcome.kind === "failed" || outcome.kind === "retry") {
+        const verdict = `${execution.job} ${execution.id} attempt ${execution.attempt} ${outcome.kind === "retry" ? "will retry" : "failed"}: ${outcome.error.message}`
+        // A defect is logged with its stack, and so kept with the execution's logs.
+        yield* outcome.error.tag === "Defect" ? Effect.logError(verdict, outcome.error.pretty) : Effect.logWarning(verdict)
+      }
+      yield* submit(execution, slot, outcome, done)
+    })
+
+  /**
+   * One execution's run. The path of a success is built from plain calls on the fiber
+   * (its Clock, metrics and context read at once): it is every job's cost, so it spends
+   * no generator and as few steps as it can. Everything else goes through settleOther.
+   */
   const runOne = (execution: Execution, slot: Slot, release: Effect.Effect<void>, done: Effect.Effect<void>) =>
     Effect.uninterruptibleMask((restore) =>
-      Effect.gen(function*() {
+      Effect.withFiber((fiber) => {
         const job = registry.jobs.get(execution.job)
-        const started = yield* Clock.currentTimeMillis
+        const clock = fiber.getRef(Clock.Clock)
+        const started = clock.currentTimeMillisUnsafe()
         slot.deadline = started + execution.timeoutMs
         if (slot.deadline < sweepAt) {
           sweepAt = slot.deadline
           Queue.offerUnsafe(sweeperWake, slot.deadline)
         }
-        const exit = yield* Effect.exit(
-          restore(job ? execute(job, execution, slot) : Effect.fail(new UndecodablePayload({ message: `no handler for ${execution.job} in this worker` })))
-        )
-        slot.recording = true
-        yield* release
-        const now = yield* Clock.currentTimeMillis
-        const random = exit._tag === "Failure" ? yield* Random.next : 0
-        const outcome = outcomeOf(job, execution, exit, slot, now, random)
-        yield* Metrics.attemptFinished(execution.job, execution.queue, outcome?.kind ?? "lost", now - started)
-        if (outcome === null) {
-          yield* Effect.logWarning(`lease on ${execution.id} (${execution.job}) was lost; the outcome is dropped`)
-          return
-        }
-        if (outcome.kind === "failed" || outcome.kind === "retry") {
-          const verdict = `${execution.job} ${execution.id} attempt ${execution.attempt} ${outcome.kind === "retry" ? "will retry" : "failed"}: ${outcome.error.message}`
-          // A defect is logged with its stack, and so kept with the execution's logs.
-          yield* outcome.error.tag === "Defect" ? Effect.logError(verdict, outcome.error.pretty) : Effect.logWarning(verdict)
-        }
-        // Handed over, not awaited: the Recorder ends the slot (`done`) once the outcome is stored.
-        slot.submitted = yield* recorder.submit(outcome, execution.queue, (exit) => Effect.andThen(afterRecording(execution, exit), done))
-        if (!slot.submitted) {
-          yield* Effect.logError(`could not record the outcome of ${execution.id}: the recorder has stopped; its lease will expire and it will be retried`)
-        }
-      }).pipe(Effect.updateContext((_: Context.Context<never>) => executionContext(execution)))
-    )
+        const run = job
+          ? Effect.suspend(() => execute(job, execution, slot, fiber.context))
+          : Effect.fail(new UndecodablePayload({ message: `no handler for ${execution.job} in this worker` }))
+        return Effect.flatMap(Effect.exit(restore(run)), (exit) => {
+          slot.recording = true
+          if (exit._tag === "Failure") return Effect.andThen(release, settleOther(job, execution, slot, exit, started, done))
+          return Effect.andThen(release, Effect.suspend(() => {
+            const now = clock.currentTimeMillisUnsafe()
+            Metrics.attemptFinishedUnsafe(fiber.context, execution.job, execution.queue, "succeeded", now - started)
+            return submit(execution, slot, outcomeOf(job, execution, exit, slot, now, 0)!, done)
+          }))
+        })
+      })
+    ).pipe(Effect.updateContext((_: Context.Context<never>) => executionContext(execution)))
 
   /**
    * An execution's context in one step: its app's handler context (its services, and
