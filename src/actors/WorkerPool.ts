@@ -1,7 +1,11 @@
 /**
  * The WorkerPool runs claimed executions: one fiber per execution in a FiberSet, with
  * a plain map from execution id to its slot (a FiberMap would hash every id). Each fiber decodes the stored payload, runs the handler under the
- * Job's timeout, and hands the outcome to the Recorder.
+ * Job's timeout, and hands the outcome to the Recorder (`submit`) without waiting for a
+ * reply: the fiber ends there, and the Recorder ends the slot (returns the Dispatcher's
+ * unrecorded token, logs a lost lease or a failed write) once the batch holding the
+ * outcome is committed. The slot, not the fiber, is what `size`, `awaitEmpty` and
+ * `inFlight` count, so a worker still waits for every outcome to be stored before it stops.
  *
  * Timeouts are kept by one sweeper fiber per pool rather than a timer per execution: it
  * sleeps (on the Clock) until the earliest deadline among running handlers, interrupts
