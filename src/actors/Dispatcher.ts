@@ -107,6 +107,9 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
     })
   }
 
+  // Each execution gives its permit back as soon as its handler ends.
+  const releaseOne = Effect.asVoid(semaphore.release(1))
+
   const loop = Effect.gen(function*() {
     while (true) {
       yield* semaphore.take(1)
@@ -121,9 +124,7 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
         const claimed = yield* claimOnce(permits, now).pipe(Effect.onError(() => giveBack(permits)))
         Deferred.doneUnsafe(firstClaim, Exit.void)
         if (claimed.length < permits) yield* giveBack(permits - claimed.length)
-        for (const execution of claimed) {
-          yield* options.pool.run(execution, Effect.asVoid(semaphore.release(1)), recorded)
-        }
+        for (const execution of claimed) yield* options.pool.run(execution, releaseOne, recorded)
         return claimed
       }))
       if (claimed.length < permits) yield* sleep

@@ -22,7 +22,14 @@ import type { WakeBus } from "./WakeBus.ts"
 
 type Message =
   | { readonly _tag: "Insert"; readonly rows: ReadonlyArray<InsertRequest>; readonly reply: Deferred.Deferred<ReadonlyArray<InsertResult>, StoreError> }
-  | { readonly _tag: "Finish"; readonly outcome: Outcome; readonly queue: string; readonly then: (exit: Exit.Exit<boolean, StoreError>) => Effect.Effect<void> }
+  | {
+    readonly _tag: "Finish"
+    readonly outcome: Outcome
+    readonly queue: string
+    readonly then: (exit: Exit.Exit<boolean, StoreError>) => Effect.Effect<void>
+    /** Set once `then` has run (failAll after a crash must not run it again). */
+    followed: boolean
+  }
 
 /** The Recorder's interface: each call resolves once its write is committed. */
 export interface Recorder {
@@ -99,12 +106,11 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
    * Runs a caller's follow-up, once: a crash after some follow-ups ran (failAll) does not
    * run them again. One that fails or dies is logged; the batch's others still run.
    */
-  const followed = new WeakSet<Message>()
   const followUp = (m: Extract<Message, { _tag: "Finish" }>, exit: Exit.Exit<boolean, StoreError>) =>
     Effect.suspend(() => {
-      if (followed.has(m)) return Effect.void
-      followed.add(m)
-      return m.then(exit).pipe(Effect.catchCause((cause) => Effect.logError(`the follow-up of ${m.outcome.id}'s outcome failed`, cause)))
+      if (m.followed) return Effect.void
+      m.followed = true
+      return Effect.catchCause(m.then(exit), (cause) => Effect.logError(`the follow-up of ${m.outcome.id}'s outcome failed`, cause))
     })
 
   const loop = Effect.gen(function*() {
@@ -139,7 +145,7 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
       return Effect.flatMap(Queue.offer(mailbox, make(reply)), (accepted) => (accepted ? Deferred.await(reply) : Effect.fail(stopped)))
     })
 
-  const submit: Recorder["submit"] = (outcome, queue, then) => Queue.offer(mailbox, { _tag: "Finish", outcome, queue, then })
+  const submit: Recorder["submit"] = (outcome, queue, then) => Queue.offer(mailbox, { _tag: "Finish", outcome, queue, then, followed: false })
 
   return {
     insert: (rows) => (rows.length === 0 ? Effect.succeed([]) : send((reply) => ({ _tag: "Insert", rows, reply }))),

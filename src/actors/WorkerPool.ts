@@ -215,7 +215,8 @@ export const make = Effect.fnUntraced(function*(options: {
 
   /** Hands a stored-to-be outcome to the Recorder, which ends the slot (`done`) once it is stored. */
   const submit = (execution: Execution, slot: Slot, outcome: Outcome, done: Effect.Effect<void>): Effect.Effect<void> =>
-    Effect.flatMap(recorder.submit(outcome, execution.queue, (exit) => Effect.andThen(afterRecording(execution, exit), done)), (accepted) => {
+    Effect.flatMap(recorder.submit(outcome, execution.queue, (exit) =>
+      exit._tag === "Success" && exit.value ? done : Effect.andThen(afterRecording(execution, exit), done)), (accepted) => {
       slot.submitted = accepted
       return accepted
         ? Effect.void
@@ -260,14 +261,22 @@ export const make = Effect.fnUntraced(function*(options: {
         const run = job
           ? Effect.suspend(() => execute(job, execution, slot, fiber.context))
           : Effect.fail(new UndecodablePayload({ message: `no handler for ${execution.job} in this worker` }))
-        return Effect.flatMap(Effect.exit(restore(run)), (exit) => {
-          slot.recording = true
-          if (exit._tag === "Failure") return Effect.andThen(release, settleOther(job, execution, slot, exit, started, done))
-          return Effect.andThen(release, Effect.suspend(() => {
-            const now = clock.currentTimeMillisUnsafe()
-            Metrics.attemptFinishedUnsafe(fiber.context, execution.job, execution.queue, "succeeded", now - started)
-            return submit(execution, slot, outcomeOf(job, execution, exit, slot, now, 0)!, done)
-          }))
+        return Effect.matchCauseEffect(restore(run), {
+          onFailure: (cause) => {
+            slot.recording = true
+            return Effect.andThen(release, settleOther(job, execution, slot, Exit.failCause(cause), started, done))
+          },
+          onSuccess: (result) => {
+            slot.recording = true
+            return Effect.andThen(release, Effect.suspend(() => {
+              const now = clock.currentTimeMillisUnsafe()
+              Metrics.attemptFinishedUnsafe(fiber.context, execution.job, execution.queue, "succeeded", now - started)
+              const outcome: Outcome = {
+                kind: "succeeded", id: execution.id, workerId, attempt: execution.attempt, now, startedAt: execution.startedAt ?? now, parentId: execution.parentId, result
+              }
+              return submit(execution, slot, outcome, done)
+            }))
+          }
         })
       })
     ).pipe(Effect.updateContext((_: Context.Context<never>) => executionContext(execution)))
@@ -319,7 +328,7 @@ export const make = Effect.fnUntraced(function*(options: {
         slots.set(execution.id, slot)
         let released = false
         const releaseOnce = Effect.suspend(() => (released ? Effect.void : ((released = true), release)))
-        const done = Effect.suspend(() => (slotEnded(execution.id), Effect.andThen(releaseOnce, settled)))
+        const done = Effect.suspend(() => (slotEnded(execution.id), released ? settled : Effect.andThen(releaseOnce, settled)))
         // The fiber's end ends the slot too, unless its outcome is with the Recorder (which then does).
         const ended = Effect.suspend(() => (slot.submitted ? Effect.void : done))
         return Effect.map(FiberSet.run(fibers)(Effect.ensuring(runOne(execution, slot, releaseOnce, done), ended)), (fiber) => {
