@@ -61,21 +61,18 @@ export const traceContextOf = (context: Context.Context<never>): string | null =
 /** The span name of an execution's run. */
 export const spanName = (job: string): string => `roster.execute ${job}`
 
+/** Whether runs in `context` are traced: a Tracer other than Effect's default, and tracing enabled. */
+export const tracing = (context: Context.Context<never>): boolean =>
+  Context.get(context, Tracer.Tracer) !== Tracer.nativeTracer && Context.get(context, References.TracerEnabled)
+
 /**
  * Runs an execution's handler — `run` is called inside the span, so a handler that
  * throws or starts a Promise does so within it — in the span `roster.execute <job>`,
  * child of the enqueue's stored context. Attributes name the execution, Job, queue and
  * attempt (and follow OpenTelemetry's messaging conventions). The span ends with the
- * handler's exit: a failure, a timeout or an interrupt shows as such.
+ * handler's exit: a failure, a timeout or an interrupt shows as such. The WorkerPool
+ * calls it only when {@link tracing} is on.
  */
-export const around = <A, E, R>(execution: Execution, run: () => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.withFiber((fiber) => (tracing(fiber.context) ? inSpan(execution, run) : run()))
-
-/** Whether runs in `context` are traced: a Tracer other than Effect's default, and tracing enabled. */
-export const tracing = (context: Context.Context<never>): boolean =>
-  Context.get(context, Tracer.Tracer) !== Tracer.nativeTracer && Context.get(context, References.TracerEnabled)
-
-/** {@link around} once {@link tracing} is known to be on. */
 export const inSpan = <A, E, R>(execution: Execution, run: () => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
   const parent = parentOf(execution.traceContext)
   return Effect.withSpan(Effect.suspend(run), spanName(execution.job), {

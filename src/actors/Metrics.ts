@@ -84,7 +84,7 @@ const executionSeries = memo((key) => {
 
 /** One attempt finished with `outcome` (succeeded, retry, failed, cancelled, released, lost) after `ms` of handler time. */
 export const attemptFinished = (job: string, queue: string, outcome: string, ms: number): Effect.Effect<void> =>
-  Effect.andThen(Metric.update(executionSeries(`${job}\u0000${queue}\u0000${outcome}`), 1), Metric.update(durations, ms))
+  Effect.withFiber((fiber) => Effect.succeed(attemptFinishedUnsafe(fiber.context, job, queue, outcome, ms)))
 
 /** {@link attemptFinished}, applied at once in `context` (the running fiber's), for the WorkerPool's hot path. */
 export const attemptFinishedUnsafe = (context: Context.Context<never>, job: string, queue: string, outcome: string, ms: number): void => {

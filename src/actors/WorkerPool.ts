@@ -202,16 +202,14 @@ export const make = Effect.fnUntraced(function*(options: {
     return fate.kind === "retry" ? { ...base, kind: "retry", runAt: fate.runAt, error } : { ...base, kind: "failed", error }
   }
 
-  /** What is logged once an outcome handed to the Recorder is stored (or could not be). */
+  /** What is logged when an outcome handed to the Recorder was not stored: a failed write, or a lease lost before it. */
   const afterRecording = (execution: Execution, exit: Exit.Exit<boolean, StoreError>): Effect.Effect<void> =>
-    exit._tag === "Success" && exit.value
-      ? Effect.void
-      : Effect.updateContext(
-        exit._tag === "Failure"
-          ? Effect.logError(`could not record the outcome of ${execution.id}: ${messageOf(Cause.squash(exit.cause))}; its lease will expire and it will be retried`)
-          : Effect.logWarning(`lease on ${execution.id} (${execution.job}) was lost before its outcome was recorded; the outcome is dropped`),
-        (_: Context.Context<never>) => executionContext(execution)
-      )
+    Effect.updateContext(
+      exit._tag === "Failure"
+        ? Effect.logError(`could not record the outcome of ${execution.id}: ${messageOf(Cause.squash(exit.cause))}; its lease will expire and it will be retried`)
+        : Effect.logWarning(`lease on ${execution.id} (${execution.job}) was lost before its outcome was recorded; the outcome is dropped`),
+      (_: Context.Context<never>) => executionContext(execution)
+    )
 
   /** Hands a stored-to-be outcome to the Recorder, which ends the slot (`done`) once it is stored. */
   const submit = (execution: Execution, slot: Slot, outcome: Outcome, done: Effect.Effect<void>): Effect.Effect<void> =>
@@ -271,10 +269,7 @@ export const make = Effect.fnUntraced(function*(options: {
             return Effect.andThen(release, Effect.suspend(() => {
               const now = clock.currentTimeMillisUnsafe()
               Metrics.attemptFinishedUnsafe(fiber.context, execution.job, execution.queue, "succeeded", now - started)
-              const outcome: Outcome = {
-                kind: "succeeded", id: execution.id, workerId, attempt: execution.attempt, now, startedAt: execution.startedAt ?? now, parentId: execution.parentId, result
-              }
-              return submit(execution, slot, outcome, done)
+              return submit(execution, slot, outcomeOf(job, execution, Exit.succeed(result), slot, now, 0)!, done)
             }))
           }
         })
