@@ -128,8 +128,10 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
   const claim = db.query<ExecutionRow, [string, number, number, string, string, number]>(
     `UPDATE roster_executions
         SET state = 'running', attempt = attempt + 1, lease_owner = ?1, lease_expires_at = ?2, started_at = ?3
-      WHERE id IN (
-        SELECT id FROM roster_executions INDEXED BY roster_executions_claim
+      -- By rowid: the claim index holds it, so each claimed row is one table seek, not a
+      -- search of the id index first (5% more drain throughput, bench/RESULTS.md).
+      WHERE rowid IN (
+        SELECT rowid FROM roster_executions INDEXED BY roster_executions_claim
          WHERE state IN ('queued','waiting') AND queue = ?4 AND run_at <= ?3 AND job IN (SELECT value FROM json_each(?5))
            -- A paused queue gives nothing, read in this statement (no check-then-claim race);
            -- uncorrelated, so SQLite evaluates it once per claim.
