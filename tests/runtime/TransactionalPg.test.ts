@@ -12,6 +12,7 @@ import * as Roster from "../../src/runtime/Roster.ts"
 import { enqueueWithinSql } from "../../src/runtime/TransactionalPg.ts"
 import { Store } from "../../src/store/Store.ts"
 import { pgUrl, requireService } from "../support/env.ts"
+import { waitFor } from "../support/processes.ts"
 import { freshSchema, pgAdmin, urlWithSchema } from "../store/drivers.ts"
 
 const pg = requireService("postgres")
@@ -103,12 +104,11 @@ describe.skipIf(pg.skip)("transactional enqueue on PostgreSQL", () => {
     await withRoster(true, async (app, roster) => {
       await Bun.sleep(200) // the worker's LISTEN is up
       const r = await app(placeOrder(5, false))
-      let state = ""
-      for (let i = 0; i < 200 && state !== "succeeded"; i++) {
-        await Bun.sleep(10)
-        state = (await roster(Store.use((s) => s.executionsGet(r.id))))!.state
-      }
-      expect(state).toBe("succeeded")
+      // Well inside the worker's one-minute poll. (Had a loaded machine delayed the LISTEN
+      // past the commit, the watcher's first read on connecting would still wake it.)
+      const state = () => roster(Store.use((s) => s.executionsGet(r.id))).then((e) => e!.state)
+      await waitFor("the execution to succeed", async () => (await state()) === "succeeded", { timeoutMs: 15_000, intervalMs: 10 })
+      expect(await state()).toBe("succeeded")
     })
   }, 20_000)
 })

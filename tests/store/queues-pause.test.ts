@@ -92,7 +92,9 @@ for (const driver of drivers) {
       const seen: Array<StoreChange> = []
       const fiber = await f.run(Effect.forkDetach(Store.use((s) => s.watchChanges({ pollMs: 5, onChange: (c) => seen.push(c) }))))
       try {
+        await waitFor("the watcher to start", () => seen.some((c) => c.queue === null), { timeoutMs: 15_000 })
         await withStore(g, (s) => s.queuesPause({ queue: "mail", now: 500 }))
+        // Whatever the pause itself reports has come by then; only the resume's change counts.
         await Bun.sleep(300)
         seen.length = 0
         await withStore(g, (s) => s.queuesResume({ queue: "mail", now: 600 }))

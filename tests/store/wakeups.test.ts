@@ -20,6 +20,14 @@ const watch = async (f: StoreFixture) => {
   return { seen, stop: () => f.run(Fiber.interrupt(fiber)) }
 }
 
+/**
+ * Waits until the watcher is watching: every driver reports one unspecified change once
+ * it is (PostgreSQL after its LISTEN has been answered, SQLite after its first read), so
+ * a loaded machine cannot make a change land before the watch (a fixed sleep could).
+ */
+const watching = (seen: ReadonlyArray<StoreChange>) =>
+  waitFor("the watcher to start", () => seen.some((c) => c.queue === null), { timeoutMs: 15_000 })
+
 for (const driver of drivers) {
   describe(`wake-ups (${driver.name})`, () => {
     let f: StoreFixture
@@ -37,7 +45,7 @@ for (const driver of drivers) {
     test("another connection's enqueue reaches the watcher", async () => {
       const w = await watch(f)
       try {
-        await Bun.sleep(300)
+        await watching(w.seen)
         w.seen.length = 0
         await withStore(g, (s) => s.executionsInsert([row({ queue: "mail", runAt: 4_242 })]))
         const change = await waitFor("a change", () => w.seen.find((c) => c.queue === "mail" || c.queue === null), { timeoutMs: 5_000 })
@@ -51,7 +59,7 @@ for (const driver of drivers) {
       test("a store does not wake itself for its own enqueues (its Recorder already did)", async () => {
         const w = await watch(f)
         try {
-          await Bun.sleep(300)
+          await watching(w.seen)
           await withStore(f, (s) => s.executionsInsert([row({ queue: "own" })]))
           await withStore(g, (s) => s.executionsInsert([row({ queue: "other" })]))
           await waitFor("the other store's wake-up", () => w.seen.some((c) => c.queue === "other"), { timeoutMs: 5_000 })
@@ -67,7 +75,7 @@ for (const driver of drivers) {
         const [b] = await withStore(g, (s) => s.executionsClaim({ queue: "q2", jobs: ["app/job"], workerId: "w", limit: 1, now: 1_000, leaseMs: 30_000 }))
         const w = await watch(f)
         try {
-          await Bun.sleep(300)
+          await watching(w.seen)
           const error = { tag: "E", message: "e", retryable: true, pretty: "" }
           await withStore(g, (s) => s.executionsFinish([
             { kind: "retry", id: a!.id, workerId: "w", attempt: 1, runAt: 7_000, error, now: 1_500, startedAt: 1_000 },
@@ -83,7 +91,7 @@ for (const driver of drivers) {
       test("a killed LISTEN connection is replaced by itself and wake-ups resume", async () => {
         const w = await watch(f)
         try {
-          await Bun.sleep(300)
+          await watching(w.seen)
           const location = f.location as Extract<StoreFixture["location"], { driver: "postgres" }>
           await pgAdmin(location.url, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND application_name = 'roster/${location.schema}' AND pid <> pg_backend_pid()`)
           // The reconnect reports an unspecified change (anything sent meanwhile was lost with the connection).
