@@ -13,9 +13,9 @@
  *   the demo Schedule firing.
  * - `npm test` runs verbatim with a narrowing appended: `npm test -- tests/jobs`. The
  *   whole suite inside the suite would recurse and double CI time. `npm test` is
- *   `bun tests/run.ts`, which runs the type-check of the whole clone (`tsc --noEmit`)
- *   in full beside `bun test`, and passes the extra arguments to `bun test` only, so it
- *   runs one folder of the clone's tests. ROSTER_QUICKSTART_NESTED=1 is
+ *   `bun run typecheck && bun test …`, and npm appends the extra arguments to the last
+ *   command, so the type-check of the whole clone (`tsc --noEmit`) still runs in full
+ *   and `bun test` runs one folder of the clone's tests. ROSTER_QUICKSTART_NESTED=1 is
  *   set for that run and makes this test skip itself there, should the narrowing ever
  *   include it.
  * - Children get this environment minus ROSTER_*, npm_* (set when the suite itself runs
