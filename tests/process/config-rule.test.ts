@@ -53,7 +53,7 @@ if (mode === "promise") {
   const { id } = await roster.enqueue(send, { to: "embedded@example.com" })
   await roster.startWorker({ queues: ["mail"] })
   let state = ""
-  for (let i = 0; i < 500 && state !== "succeeded"; i++) {
+  for (const deadline = Date.now() + 20_000; Date.now() < deadline && state !== "succeeded";) {
     state = (await roster.get(id))?.state ?? ""
     await Bun.sleep(10)
   }

@@ -13,6 +13,7 @@ import * as Job from "../../src/jobs/Job.ts"
 import * as Roster from "../../src/runtime/Roster.ts"
 import { enqueueWithin } from "../../src/runtime/Transactional.ts"
 import { Store } from "../../src/store/Store.ts"
+import { waitFor } from "../support/processes.ts"
 
 const receipt = Job.make({ id: "shop/receipt", payload: Schema.Struct({ orderId: Schema.Number }), handler: ({ orderId }) => Effect.succeed({ orderId }) })
 
@@ -85,12 +86,10 @@ describe("transactional enqueue", () => {
   test("a running worker picks the execution up after the commit, with no explicit wake-up", async () => {
     await withRoster(true, async (db, run) => {
       const r = placeOrder(db, 5, false)()
-      let state = ""
-      for (let i = 0; i < 200 && state !== "succeeded"; i++) {
-        await Bun.sleep(10)
-        state = (await run(Store.use((s) => s.executionsGet(r.id))))!.state
-      }
-      expect(state).toBe("succeeded")
+      // Bounded by time, not by a count of polls: a loaded machine makes each poll slower.
+      const state = () => run(Store.use((s) => s.executionsGet(r.id))).then((e) => e!.state)
+      await waitFor("the execution to succeed", async () => (await state()) === "succeeded", { timeoutMs: 15_000, intervalMs: 10 })
+      expect(await state()).toBe("succeeded")
     })
   })
 })

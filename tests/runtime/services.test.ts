@@ -16,6 +16,7 @@ import * as Roster from "../../src/runtime/Roster.ts"
 import { ScheduleStore } from "../../src/store/ScheduleStore.ts"
 import { Store } from "../../src/store/Store.ts"
 import { Core } from "../../src/runtime/Core.ts"
+import { waitFor } from "../support/processes.ts"
 
 class Mailer extends Context.Service<Mailer, { readonly send: (to: string) => Effect.Effect<string> }>()("test/Mailer") {}
 
@@ -38,7 +39,7 @@ afterEach(() => rmSync(dir, { recursive: true, force: true }))
 
 /** Polls the handle until the execution has ended. */
 const ended = async (roster: Roster.RosterHandle, id: string) => {
-  for (let i = 0; i < 500; i++) {
+  for (const deadline = Date.now() + 20_000; Date.now() < deadline;) {
     const e = await roster.get(id)
     if (e && (e.state === "succeeded" || e.state === "failed" || e.state === "cancelled")) return e
     await Bun.sleep(10)
@@ -50,7 +51,7 @@ const ended = async (roster: Roster.RosterHandle, id: string) => {
 const endedEffect = (id: string) =>
   Effect.gen(function*() {
     const client = yield* Client
-    for (let i = 0; i < 500; i++) {
+    for (const deadline = Date.now() + 20_000; Date.now() < deadline;) {
       const e = yield* client.get(id)
       if (e && (e.state === "succeeded" || e.state === "failed" || e.state === "cancelled")) return e
       yield* Effect.promise(() => Bun.sleep(10))
@@ -106,7 +107,8 @@ describe("a handler uses the app's services", () => {
     const ids = await Promise.all([1, 2, 3].map(() => roster.enqueue(slow, { ms: 5 })))
     for (const { id } of ids) expect((await ended(roster, id)).state).toBe("succeeded")
     const { id } = await roster.enqueue(slow, { ms: 300 })
-    for (let i = 0; i < 200 && (await roster.get(id))?.state !== "running"; i++) await Bun.sleep(5)
+    // Running before the stop, or the stop would leave it queued (and the test would not be about in-flight work).
+    await waitFor("the slow execution to start", async () => ["running", "succeeded"].includes((await roster.get(id))?.state ?? ""), { timeoutMs: 15_000, intervalMs: 5 })
     await roster.stopWorker()
     expect(builds).toBe(1)
     expect(events.slice(-2)).toEqual(["handler done", "closed"])
