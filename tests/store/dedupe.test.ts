@@ -9,7 +9,7 @@ import { describe, expect, test } from "bun:test"
 import { Effect, Fiber } from "effect"
 import { type InsertRequest, type Outcome, Store, type StoreChange } from "../../src/store/Store.ts"
 import { waitFor } from "../support/processes.ts"
-import { drivers, freshStoreEach, type StoreFixture, withStore } from "./drivers.ts"
+import { drivers, freshStoreEach, type StoreFixture, watching, withStore } from "./drivers.ts"
 import { claimOf, row } from "./rows.ts"
 
 const claim = claimOf
@@ -209,7 +209,7 @@ for (const driver of drivers) {
         await insert(replace("digest", { runAt: 900_000 }))
         const fiber = await f.run(Effect.forkDetach(Store.use((s) => s.watchChanges({ pollMs: 5, onChange: (c) => seen.push(c) }))))
         try {
-          await waitFor("the watcher to start", () => seen.some((c) => c.queue === null), { timeoutMs: 15_000 })
+          await watching(seen)
           const [r] = await withStore(g, (s) => s.executionsInsert([replace("digest", { runAt: 1_234 })]))
           expect(r!.replaced).toBe(true)
           expect(await waitFor("the wake-up", () => seen.find((c) => c.queue === "default" && c.dueAt === 1_234), { timeoutMs: 5_000 }))

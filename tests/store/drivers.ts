@@ -13,8 +13,9 @@ import { join } from "node:path"
 import { layerPostgres } from "../../src/store/postgres/PgStore.ts"
 import { ScheduleStore } from "../../src/store/ScheduleStore.ts"
 import { layerSqliteStores } from "../../src/store/sqlite/SqliteLayer.ts"
-import { Store, type StoreError } from "../../src/store/Store.ts"
+import { Store, type StoreChange, type StoreError } from "../../src/store/Store.ts"
 import { pgUrl, requireService } from "../support/env.ts"
+import { waitFor } from "../support/processes.ts"
 
 /** Where a fixture's store lives, so a child process can open the same one with {@link layerFor}. */
 export type StoreLocation =
@@ -118,3 +119,12 @@ export const freshStoreEach = (driver: Driver, use: (f: StoreFixture) => void): 
     await f.dispose()
   })
 }
+
+/**
+ * Waits until a `watchChanges` watcher is watching: every driver reports one unspecified
+ * change once it is (PostgreSQL after its LISTEN has been answered, SQLite after its
+ * first read), so a loaded machine cannot make a change land before the watch (a fixed
+ * sleep could).
+ */
+export const watching = (seen: ReadonlyArray<StoreChange>): Promise<true> =>
+  waitFor("the watcher to start", () => seen.some((c) => c.queue === null), { timeoutMs: 15_000 })

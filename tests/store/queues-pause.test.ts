@@ -8,7 +8,7 @@ import { describe, expect, test } from "bun:test"
 import { Effect, Fiber } from "effect"
 import { Store, type StoreChange } from "../../src/store/Store.ts"
 import { waitFor } from "../support/processes.ts"
-import { drivers, freshStoreEach, type StoreFixture, withStore } from "./drivers.ts"
+import { drivers, freshStoreEach, type StoreFixture, watching, withStore } from "./drivers.ts"
 import { claimOf, row } from "./rows.ts"
 
 const claim = (queue: string, over: Partial<{ workerId: string; now: number }> = {}) => claimOf({ queue, ...over })
@@ -92,7 +92,7 @@ for (const driver of drivers) {
       const seen: Array<StoreChange> = []
       const fiber = await f.run(Effect.forkDetach(Store.use((s) => s.watchChanges({ pollMs: 5, onChange: (c) => seen.push(c) }))))
       try {
-        await waitFor("the watcher to start", () => seen.some((c) => c.queue === null), { timeoutMs: 15_000 })
+        await watching(seen)
         await withStore(g, (s) => s.queuesPause({ queue: "mail", now: 500 }))
         // Whatever the pause itself reports has come by then; only the resume's change counts.
         await Bun.sleep(300)

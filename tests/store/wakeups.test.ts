@@ -9,7 +9,7 @@ import { Effect, Fiber } from "effect"
 import * as RetryPolicy from "../../src/jobs/RetryPolicy.ts"
 import { Store, type StoreChange } from "../../src/store/Store.ts"
 import { waitFor } from "../support/processes.ts"
-import { drivers, pgAdmin, withStore, type StoreFixture } from "./drivers.ts"
+import { drivers, pgAdmin, watching, withStore, type StoreFixture } from "./drivers.ts"
 import { row } from "./rows.ts"
 
 
@@ -19,14 +19,6 @@ const watch = async (f: StoreFixture) => {
   const fiber = await f.run(Effect.forkDetach(Store.use((s) => s.watchChanges({ pollMs: 5, onChange: (c) => seen.push(c) }))))
   return { seen, stop: () => f.run(Fiber.interrupt(fiber)) }
 }
-
-/**
- * Waits until the watcher is watching: every driver reports one unspecified change once
- * it is (PostgreSQL after its LISTEN has been answered, SQLite after its first read), so
- * a loaded machine cannot make a change land before the watch (a fixed sleep could).
- */
-const watching = (seen: ReadonlyArray<StoreChange>) =>
-  waitFor("the watcher to start", () => seen.some((c) => c.queue === null), { timeoutMs: 15_000 })
 
 for (const driver of drivers) {
   describe(`wake-ups (${driver.name})`, () => {

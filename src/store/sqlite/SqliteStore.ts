@@ -129,7 +129,7 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
     `UPDATE roster_executions
         SET state = 'running', attempt = attempt + 1, lease_owner = ?1, lease_expires_at = ?2, started_at = ?3
       -- By rowid: the claim index holds it, so each claimed row is one table seek, not a
-      -- search of the id index first (5% more drain throughput, bench/RESULTS.md).
+      -- search of the id index first (drain +2.5% median, bench/RESULTS.md fifth pass).
       WHERE rowid IN (
         SELECT rowid FROM roster_executions INDEXED BY roster_executions_claim
          WHERE state IN ('queued','waiting') AND queue = ?4 AND run_at <= ?3 AND job IN (SELECT value FROM json_each(?5))
