@@ -5,7 +5,7 @@
  * logs are persisted with their execution whatever is chosen here (the LogSink
  * captures them separately).
  */
-import { Effect, Layer, Logger, References } from "effect"
+import { Effect, Fiber, Latch, Layer, Logger, References } from "effect"
 import type { LogLevel } from "effect/LogLevel"
 import { formatLogFmt } from "./LogFmt.ts"
 
@@ -18,13 +18,30 @@ export interface LoggerOptions {
 }
 
 /**
- * A logfmt logger writing to a stream in batches every 20 ms: a busy worker logs a line
- * per job, and one write per batch keeps that off the hot path (flushed when its scope closes).
+ * A logfmt logger writing to a stream in batches: a busy worker logs a line per job,
+ * and one write per 20 ms keeps that off the hot path (flushed when its scope closes).
+ *
+ * Not `Logger.batched`: that one wakes every window whether or not a line came, which
+ * was half of an idle worker's CPU (bench/RESULTS.md, "An idle worker's CPU"). This one
+ * sleeps on a latch until the first line of a batch arrives.
  */
 export const streamLogger = (stream: NodeJS.WriteStream) =>
-  Logger.batched(formatLogFmt, {
-    window: "20 millis",
-    flush: (lines) => Effect.sync(() => void stream.write(lines.join("\n") + "\n"))
+  Effect.gen(function*() {
+    let lines: Array<string> = []
+    const due = Latch.makeUnsafe(false)
+    const flush = Effect.uninterruptible(Effect.sync(() => {
+      if (lines.length === 0) return
+      const out = lines
+      lines = []
+      stream.write(out.join("\n") + "\n")
+    }))
+    // Close before flushing: a line that arrives during the write opens it again.
+    const batches = due.await.pipe(Effect.andThen(Effect.sleep("20 millis")), Effect.andThen(due.close), Effect.andThen(flush), Effect.forever)
+    const fiber = yield* Effect.forkDetach(batches)
+    yield* Effect.addFinalizer(() => Effect.andThen(Fiber.interrupt(fiber), flush))
+    return Logger.make<unknown, void>((options) => {
+      if (lines.push(formatLogFmt.log(options)) === 1) due.openUnsafe()
+    })
   })
 
 /** The CLI's logger: logfmt on stderr. */

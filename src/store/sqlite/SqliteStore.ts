@@ -2,8 +2,8 @@
  * The Store on an embedded SQLite file through `bun:sqlite`.
  *
  * Limits, plainly: one file, one writer at a time (other processes wait on
- * busy_timeout); cross-process wake-ups come from polling `PRAGMA data_version`, which
- * changes whenever another connection commits. Calls are synchronous under the hood,
+ * busy_timeout); cross-process wake-ups come from reading `PRAGMA data_version`, which
+ * changes whenever another connection commits, when the file system reports a write. Calls are synchronous under the hood,
  * so each operation is short and batched: group commit is what makes it fast at
  * `synchronous=FULL`.
  */
@@ -21,6 +21,14 @@ import { makeSqliteQueues } from "./SqliteQueues.ts"
 import { makeSqliteStats } from "./SqliteStats.ts"
 import { makeSqliteWorkers } from "./SqliteWorkers.ts"
 import { applyMigrations, openDatabase, type SqliteOptions } from "./SqliteConnection.ts"
+import { databaseFileEvents } from "./FileEvents.ts"
+
+/** How long the change watch keeps reading every pollMs after a file moved or data_version changed. */
+const watchHotMs = 250
+/** How often the change watch reads while no file moves (a report missed, or made before its commit was visible). */
+const watchColdMs = 500
+/** Reads 1 ms apart after a report ends a quiet spell, before the pace goes back to pollMs. */
+const watchQuickReads = 10
 
 export type { SqliteOptions } from "./SqliteConnection.ts"
 
@@ -360,19 +368,38 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
     logsList: (id) =>
       attempt("list logs", () => ({ lines: logSelect.all(id).map(toLogLine), drops: dropSelect.all(id).map(toLogDrops) })),
     // data_version is an in-memory read that moves whenever another connection commits.
+    // It is read every pollMs while the files move (and for watchHotMs after), otherwise
+    // on a file's report or every watchColdMs (FileEvents.ts says why both).
     watchChanges: ({ pollMs, onChange }) =>
-      Effect.gen(function*() {
-        let last = yield* attempt("read data_version", () => dataVersion.get()?.data_version)
-        onChange({ queue: null, dueAt: yield* Clock.currentTimeMillis })
+      Effect.scoped(Effect.gen(function*() {
+        // The watch starts before the first read, so no commit falls between the two.
+        const events = yield* databaseFileEvents(db.filename)
+        const read = attempt("read data_version", () => dataVersion.get()?.data_version)
+        let last = yield* read
+        let hotUntil = (yield* Clock.currentTimeMillis) + watchHotMs
+        onChange({ queue: null, dueAt: hotUntil - watchHotMs })
+        // Reads 1 ms apart after a report ends a quiet spell: the commit it reports is
+        // visible only once its fsync is done, and the next read should not be pollMs away.
+        let quick = 0
         while (true) {
-          yield* Effect.sleep(pollMs)
-          const token = yield* attempt("read data_version", () => dataVersion.get()?.data_version)
+          if (events !== undefined && (yield* Clock.currentTimeMillis) >= hotUntil) {
+            yield* Effect.raceFirst(events.next, Effect.sleep(watchColdMs))
+            quick = watchQuickReads
+          } else {
+            yield* Effect.sleep(quick > 0 ? Math.min(1, pollMs) : pollMs)
+            quick = Math.max(0, quick - 1)
+          }
+          const now = yield* Clock.currentTimeMillis
+          if (events !== undefined && (yield* events.take)) hotUntil = now + watchHotMs
+          const token = yield* read
           if (token !== last) {
             last = token
-            onChange({ queue: null, dueAt: yield* Clock.currentTimeMillis })
+            hotUntil = now + watchHotMs
+            quick = 0
+            onChange({ queue: null, dueAt: now })
           }
         }
-      }),
+      })),
     ...makeSqliteWorkers(db, attempt),
     ...makeSqliteStats(db, attempt),
     ...makeSqliteQueues(db, attempt),
