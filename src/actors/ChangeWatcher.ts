@@ -1,6 +1,7 @@
 /**
- * Cross-process wake-ups: runs the store's change watch (SQLite polls `data_version`
- * every few milliseconds; PostgreSQL LISTENs for NOTIFY) and wakes the Dispatchers.
+ * Cross-process wake-ups: runs the store's change watch (SQLite reads `data_version`
+ * every few milliseconds while its files are written, and on the file system's report of
+ * a write after a quiet spell; PostgreSQL LISTENs for NOTIFY) and wakes the Dispatchers.
  * A change that names its queue goes through the WakeBus to that queue's Dispatchers,
  * with its due time; an unspecified change wakes every Dispatcher. A busy worker is
  * woken often and finds nothing new, which costs one cheap claim; an idle worker picks

@@ -27,7 +27,7 @@ export interface WorkerSettings {
   readonly heartbeatMs: number
   /** Longest sleep of an idle Dispatcher (default 1 s). */
   readonly pollMs: number
-  /** How often the change watcher looks for other processes' commits (default 5 ms; 0 disables). */
+  /** How often the change watcher looks for other processes' commits while the database is written (default 5 ms; 0 disables). */
   readonly watchMs: number
   /** How often expired leases are looked for (default 5 s). */
   readonly reapMs: number

@@ -15,7 +15,6 @@ import { AlreadyRunning, InvalidDefinition, RosterClosed } from "../jobs/errors.
 import type { Requirements } from "../jobs/Job.ts"
 import type { Registry } from "../jobs/Registry.ts"
 import type { Execution, ExecutionState } from "../store/Execution.ts"
-import { layerPostgres } from "../store/postgres/PgStore.ts"
 import { layerSqliteStores } from "../store/sqlite/SqliteLayer.ts"
 import { ScheduleStore } from "../store/ScheduleStore.ts"
 import type { CancelResult, ExecutionFilter, InsertResult } from "../store/Store.ts"
@@ -49,8 +48,12 @@ export const databaseOf = (config: RosterConfig): string => config.db ?? "roster
 export const layerStore = (config: RosterConfig): Layer.Layer<Store | ScheduleStore, StoreError> => {
   const db = databaseOf(config)
   // Instrumented here, where the Store is built, so every operation is counted and timed once (actors/Metrics.ts).
-  return Metrics.layerInstrumented(isPostgresUrl(db) ? layerPostgres({ url: db }) : layerSqliteStores({ path: db, synchronous: config.synchronous ?? "FULL" }))
+  return Metrics.layerInstrumented(isPostgresUrl(db) ? layerPostgresLoaded(db) : layerSqliteStores({ path: db, synchronous: config.synchronous ?? "FULL" }))
 }
+
+/** The PostgreSQL stores, their modules (and @effect/sql-pg) loaded only when a database URL asks for them. */
+const layerPostgresLoaded = (url: string): Layer.Layer<Store | ScheduleStore, StoreError> =>
+  Layer.unwrap(Effect.promise(() => import("../store/postgres/PgStore.ts")).pipe(Effect.map((m) => m.layerPostgres({ url }))))
 
 /** Store + Core + Client for a config and an already-built Registry (the config is used as given). */
 export const layerWithRegistry = (config: RosterConfig, registry: Registry) =>

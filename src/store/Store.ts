@@ -325,7 +325,8 @@ export class Store extends Context.Service<Store, {
   readonly logsList: (executionId: string) => Effect.Effect<{ readonly lines: ReadonlyArray<LogLine>; readonly drops: ReadonlyArray<LogDrops> }, StoreError>
   /**
    * Watches for other processes' commits until interrupted, calling `onChange` for each
-   * (SQLite: polls data_version every `pollMs`; PostgreSQL: LISTEN/NOTIFY on its own
+   * (SQLite: reads data_version every `pollMs` while its files are written, and on the
+   * file system's report of a write after a quiet spell; PostgreSQL: LISTEN/NOTIFY on its own
    * connection, reconnecting by itself). Wake-ups are hints: polling stays the fallback.
    * Once watching (and again after each reconnect) it reports one unspecified change, so
    * a caller that read before the watch began reads again and misses no commit.
