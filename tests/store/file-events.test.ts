@@ -1,10 +1,10 @@
 /**
- * The SQLite change watch sleeps on the file system's reports of writes to the
- * database's files (src/store/sqlite/FileEvents.ts) instead of reading data_version every
- * 5 ms while nothing happens. Checked on real files: another connection's commit is
- * reported; a folder that cannot be watched gives no source (the watch polls); and a
- * commit after a quiet spell, when the watch has stopped reading every 5 ms, still
- * reaches it.
+ * The SQLite change watch sleeps through a quiet spell until the file system reports a
+ * write to the database's files (src/store/sqlite/FileEvents.ts) instead of reading
+ * data_version every 5 ms. Checked on real files: another connection's commit ends the
+ * wait and a write to another file does not; a folder that cannot be watched gives no
+ * wait (so the watch reads as before); and commits after quiet spells still reach the
+ * watcher.
  */
 import { Database } from "bun:sqlite"
 import { afterEach, beforeEach, describe, expect, test } from "bun:test"
@@ -12,7 +12,7 @@ import { Effect, Exit, Fiber, Scope } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { databaseFileEvents, type FileEvents } from "../../src/store/sqlite/FileEvents.ts"
+import { isWatchable, nextWrite } from "../../src/store/sqlite/FileEvents.ts"
 import { Store, type StoreChange } from "../../src/store/Store.ts"
 import { waitFor } from "../support/processes.ts"
 import { drivers, watching, withStore, type StoreFixture } from "./drivers.ts"
@@ -24,64 +24,55 @@ beforeEach(() => {
 })
 afterEach(() => rmSync(dir, { recursive: true, force: true }))
 
-/** The events of `path` in a scope of their own; `close` ends the watch. */
-const open = async (path: string) => {
+/** Watches `path` in a scope of its own; `ended` says whether the wait for a write has ended; `close` ends the watch. */
+const watchFor = async (path: string) => {
   const scope = Effect.runSync(Scope.make())
-  const events = await Effect.runPromise(Scope.provide(databaseFileEvents(path), scope))
-  return { events, close: () => Effect.runPromise(Scope.close(scope, Exit.void)) }
+  const written = await Effect.runPromise(Scope.provide(nextWrite(path), scope))
+  if (written === undefined) throw new Error(`cannot watch ${path}`)
+  let ended = false
+  void Effect.runPromise(written).then(() => (ended = true))
+  return { ended: () => ended, close: () => Effect.runPromise(Scope.close(scope, Exit.void)) }
 }
 
 describe("database file events", () => {
-  test("another connection's commit is reported; a take forgets it; the next write is reported again", async () => {
+  test("another connection's commit ends the wait", async () => {
     const path = join(dir, "a.db")
     const writer = new Database(path)
     writer.run("PRAGMA journal_mode = WAL")
     writer.run("CREATE TABLE t (x)")
-    const { events, close } = await open(path)
+    await new Promise((r) => setTimeout(r, 100))
+    const w = await watchFor(path)
     try {
-      expect(events).toBeDefined()
-      const e = events as FileEvents
-      // Reports of the setup, if any, are forgotten.
-      await new Promise((r) => setTimeout(r, 100))
-      await Effect.runPromise(e.take)
-      expect(await Effect.runPromise(e.take)).toBe(false)
-      const next = Effect.runPromise(e.next)
+      await new Promise((r) => setTimeout(r, 200))
+      expect(w.ended()).toBe(false)
       writer.run("INSERT INTO t VALUES (1)")
-      await next
-      expect(await Effect.runPromise(e.take)).toBe(true)
-      await new Promise((r) => setTimeout(r, 100))
-      await Effect.runPromise(e.take)
-      writer.run("INSERT INTO t VALUES (2)")
-      await waitFor("the second report", () => Effect.runPromise(e.take), { timeoutMs: 15_000 })
+      await waitFor("the report of the commit", () => w.ended(), { timeoutMs: 15_000 })
     } finally {
-      await close()
+      await w.close()
       writer.close()
     }
   })
 
-  test("another file in the folder is not a report", async () => {
-    const path = join(dir, "a.db")
-    const { events, close } = await open(path)
+  test("a write to another file in the folder does not end it", async () => {
+    const w = await watchFor(join(dir, "a.db"))
     try {
-      await new Promise((r) => setTimeout(r, 100))
-      await Effect.runPromise(events!.take)
-      Bun.write(join(dir, "other.txt"), "x")
+      await Bun.write(join(dir, "other.txt"), "x")
       const other = new Database(join(dir, "b.db"))
       other.run("CREATE TABLE t (x)")
       other.close()
       await new Promise((r) => setTimeout(r, 300))
-      expect(await Effect.runPromise(events!.take)).toBe(false)
+      expect(w.ended()).toBe(false)
     } finally {
-      await close()
+      await w.close()
     }
   })
 
-  test("no source where nothing can be watched: in memory, or a folder that does not exist", async () => {
-    for (const path of [":memory:", "", join(dir, "missing", "a.db")]) {
-      const { events, close } = await open(path)
-      expect(events).toBeUndefined()
-      await close()
-    }
+  test("a folder that cannot be watched gives no wait (the watcher reads every pollMs); :memory: is not watched", async () => {
+    const scope = Effect.runSync(Scope.make())
+    expect(await Effect.runPromise(Scope.provide(nextWrite(join(dir, "missing", "a.db")), scope))).toBeUndefined()
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    expect([":memory:", "", "file:x.db?mode=memory"].map(isWatchable)).toEqual([false, false, false])
+    expect(isWatchable(join(dir, "a.db"))).toBe(true)
   })
 })
 

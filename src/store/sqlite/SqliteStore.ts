@@ -21,14 +21,14 @@ import { makeSqliteQueues } from "./SqliteQueues.ts"
 import { makeSqliteStats } from "./SqliteStats.ts"
 import { makeSqliteWorkers } from "./SqliteWorkers.ts"
 import { applyMigrations, openDatabase, type SqliteOptions } from "./SqliteConnection.ts"
-import { databaseFileEvents } from "./FileEvents.ts"
+import { isWatchable, nextWrite } from "./FileEvents.ts"
 
 /** How long the change watch keeps reading every pollMs after a file moved or data_version changed. */
 const watchHotMs = 250
 /** How often the change watch reads while no file moves (a report missed, or made before its commit was visible). */
 const watchColdMs = 500
 /** Reads 1 ms apart after a report ends a quiet spell, before the pace goes back to pollMs. */
-const watchQuickReads = 10
+const watchQuickReads = 4
 
 export type { SqliteOptions } from "./SqliteConnection.ts"
 
@@ -133,6 +133,7 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
     }
   }
   const { insertAll, insertOne } = makeStatements(db)
+  const watchable = isWatchable(db.filename)
   const claim = db.query<ExecutionRow, [string, number, number, string, string, number]>(
     `UPDATE roster_executions
         SET state = 'running', attempt = attempt + 1, lease_owner = ?1, lease_expires_at = ?2, started_at = ?3
@@ -368,38 +369,53 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
     logsList: (id) =>
       attempt("list logs", () => ({ lines: logSelect.all(id).map(toLogLine), drops: dropSelect.all(id).map(toLogDrops) })),
     // data_version is an in-memory read that moves whenever another connection commits.
-    // It is read every pollMs while the files move (and for watchHotMs after), otherwise
-    // on a file's report or every watchColdMs (FileEvents.ts says why both).
+    // It is read every pollMs while it moves (and for watchHotMs after); in a quiet spell,
+    // on the file system's report of a write, or every watchColdMs (FileEvents.ts).
     watchChanges: ({ pollMs, onChange }) =>
-      Effect.scoped(Effect.gen(function*() {
-        // The watch starts before the first read, so no commit falls between the two.
-        const events = yield* databaseFileEvents(db.filename)
+      Effect.gen(function*() {
         const read = attempt("read data_version", () => dataVersion.get()?.data_version)
         let last = yield* read
-        let hotUntil = (yield* Clock.currentTimeMillis) + watchHotMs
-        onChange({ queue: null, dueAt: hotUntil - watchHotMs })
+        const started = yield* Clock.currentTimeMillis
+        onChange({ queue: null, dueAt: started })
+        let hotUntil = started + watchHotMs
+        const seen = (token: number | undefined, now: number) => {
+          if (token === last) return false
+          last = token
+          hotUntil = now + watchHotMs
+          onChange({ queue: null, dueAt: now })
+          return true
+        }
         // Reads 1 ms apart after a report ends a quiet spell: the commit it reports is
         // visible only once its fsync is done, and the next read should not be pollMs away.
         let quick = 0
+        const quiet = Effect.scoped(Effect.gen(function*() {
+          const written = yield* nextWrite(db.filename)
+          const now = yield* Clock.currentTimeMillis
+          // Not watchable now: reads every pollMs for another spell, then tries again.
+          if (written === undefined) return void (hotUntil = now + watchHotMs)
+          // Watching now: a commit made before the watch began is read here, not missed.
+          // Then a read on each report, or every watchColdMs in case one was missed.
+          while (!seen(yield* read, yield* Clock.currentTimeMillis)) {
+            const reported = yield* Effect.raceFirst(Effect.as(written, true), Effect.as(Effect.sleep(watchColdMs), false))
+            if (reported) {
+              // A report may be this process's own write (data_version does not move for
+              // those): the reads go on every pollMs for a spell, not back to a watch at once.
+              hotUntil = (yield* Clock.currentTimeMillis) + watchHotMs
+              quick = watchQuickReads
+              return
+            }
+          }
+        }))
         while (true) {
-          if (events !== undefined && (yield* Clock.currentTimeMillis) >= hotUntil) {
-            yield* Effect.raceFirst(events.next, Effect.sleep(watchColdMs))
-            quick = watchQuickReads
+          if (watchable && (yield* Clock.currentTimeMillis) >= hotUntil) {
+            yield* quiet
           } else {
             yield* Effect.sleep(quick > 0 ? Math.min(1, pollMs) : pollMs)
             quick = Math.max(0, quick - 1)
           }
-          const now = yield* Clock.currentTimeMillis
-          if (events !== undefined && (yield* events.take)) hotUntil = now + watchHotMs
-          const token = yield* read
-          if (token !== last) {
-            last = token
-            hotUntil = now + watchHotMs
-            quick = 0
-            onChange({ queue: null, dueAt: now })
-          }
+          if (seen(yield* read, yield* Clock.currentTimeMillis)) quick = 0
         }
-      })),
+      }),
     ...makeSqliteWorkers(db, attempt),
     ...makeSqliteStats(db, attempt),
     ...makeSqliteQueues(db, attempt),
