@@ -4,7 +4,7 @@
  * markdown report: machine facts, the disk's commit cost, each benchmark's table with
  * the load average around it, and the targets met or missed.
  *
- * Env: BENCH_ONLY (comma-separated subset of drain,enqueue,latency,backlog,schedules,profile,costs,
+ * Env: BENCH_ONLY (comma-separated subset of drain,enqueue,latency,idle,backlog,schedules,profile,costs,
  * or the optional soak, flow and orchestration, which take minutes and run only when named:
  * `BENCH_ONLY=soak`, `BENCH_ONLY=flow`, `BENCH_ONLY=orchestration` — flow and orchestration
  * also on PostgreSQL when ROSTER_BENCH_PG_URL or ROSTER_TEST_PG_URL is set),
@@ -16,7 +16,7 @@ import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { checksMarkdown, loadNow, machineInfo, machineMarkdown, ms, percentiles, progress, root, type Section, sectionMarkdown, tempDb } from "./support.ts"
 
-const all = ["drain", "enqueue", "latency", "backlog", "schedules", "profile", "costs"] as const
+const all = ["drain", "enqueue", "latency", "idle", "backlog", "schedules", "profile", "costs"] as const
 /** Benchmarks that run only when BENCH_ONLY names them. */
 const optional = ["soak", "flow", "orchestration"] as const
 const only = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(",").map((s) => s.trim()) : [...all]
