@@ -6,7 +6,8 @@
  * and BIGINT elements go as bigint (epoch ms need 64 bits). Out: BIGINT columns come
  * back as bigint and are read as numbers (epoch ms and durations fit in 53 bits).
  */
-import { PgTypes } from "@effect/sql-pg"
+// The module alone, not the package index: its pool and client need not load with it.
+import * as PgTypes from "@effect/sql-pg/PgTypes"
 import { Result } from "effect"
 
 const typed = (values: ReadonlyArray<unknown>, oid: number): PgTypes.Parameter => Result.getOrThrow(PgTypes.array(values, oid))

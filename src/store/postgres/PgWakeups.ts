@@ -16,7 +16,7 @@ import type { PgClient } from "@effect/sql-pg"
 import { Cause, Clock, Effect, Queue } from "effect"
 import type { StoreChange, StoreError } from "../Store.ts"
 import { type OutcomePayload, wakeChannel, type WakePayload } from "./ExecutionInsert.ts"
-import { toStoreError } from "./PostgresConnection.ts"
+import { toStoreError } from "./PgErrors.ts"
 
 /** Listens until interrupted; never fails (connection losses are retried here). */
 export const watchWakeups = (

@@ -14,7 +14,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import type { InsertRequest, InsertResult } from "../Store.ts"
 import { StoreError } from "../Store.ts"
 import { insertExecutions } from "./ExecutionInsert.ts"
-import { toStoreError } from "./PostgresConnection.ts"
+import { toStoreError } from "./PgErrors.ts"
 
 /** Inserts within the ambient SqlClient transaction; refuses when there is none. */
 export const insertWithinSql = (rows: ReadonlyArray<InsertRequest>): Effect.Effect<ReadonlyArray<InsertResult>, StoreError, SqlClient> =>
