@@ -12,7 +12,7 @@ import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import * as Job from "../../src/jobs/Job.ts"
 import * as Roster from "../../src/runtime/Roster.ts"
-import { bunBinary, repoRoot, tail } from "../support/processes.ts"
+import { bunBinary, repoRoot, tail, waitFor } from "../support/processes.ts"
 
 const a = Job.make({ id: "api/a", payload: Schema.Struct({}), handler: async () => "a" })
 const b = Job.make({ id: "api/b", payload: Schema.Struct({}), handler: async () => "b" })
@@ -38,15 +38,11 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-const ended = async (id: string) => {
-  const deadline = Date.now() + 20_000
-  while (Date.now() < deadline) {
+const ended = (id: string) =>
+  waitFor(`execution ${id} to end`, async () => {
     const e = await roster.get(id)
-    if (e && ["succeeded", "failed", "cancelled"].includes(e.state)) return e
-    await Bun.sleep(10)
-  }
-  throw new Error(`execution ${id} did not end`)
-}
+    return e != null && ["succeeded", "failed", "cancelled"].includes(e.state) && e
+  }, { timeoutMs: 20_000, intervalMs: 10 })
 
 describe("the Promise API", () => {
   test("count takes the filter list takes", async () => {
@@ -100,8 +96,10 @@ describe("the Promise API", () => {
     const { id } = await roster.enqueue(chatty, { n: 7 })
     expect((await ended(id)).state).toBe("succeeded")
     // The LogSink writes in batches (every 100 ms by default).
-    let e = (await roster.get(id))!
-    for (const deadline = Date.now() + 15_000; Date.now() < deadline && e.logs.length < 2;) e = (await Bun.sleep(10), (await roster.get(id))!)
+    const e = await waitFor("both log lines", async () => {
+      const now = (await roster.get(id))!
+      return now.logs.length >= 2 && now
+    }, { timeoutMs: 15_000, intervalMs: 10 })
     expect(e.logs.map((l) => [l.level, l.message])).toEqual([["Info", "starting 7"], ["Warn", "odd input 7"]])
     expect(e.logs.every((l) => l.attempt === 1)).toBe(true)
   })

@@ -38,14 +38,11 @@ beforeEach(() => {
 afterEach(() => rmSync(dir, { recursive: true, force: true }))
 
 /** Polls the handle until the execution has ended. */
-const ended = async (roster: Roster.RosterHandle, id: string) => {
-  for (const deadline = Date.now() + 20_000; Date.now() < deadline;) {
+const ended = (roster: Roster.RosterHandle, id: string) =>
+  waitFor(`execution ${id} to end`, async () => {
     const e = await roster.get(id)
-    if (e && (e.state === "succeeded" || e.state === "failed" || e.state === "cancelled")) return e
-    await Bun.sleep(10)
-  }
-  throw new Error(`execution ${id} did not end`)
-}
+    return e != null && (e.state === "succeeded" || e.state === "failed" || e.state === "cancelled") && e
+  }, { timeoutMs: 20_000, intervalMs: 10 })
 
 /** In an Effect program: waits for the execution to end. */
 const endedEffect = (id: string) =>

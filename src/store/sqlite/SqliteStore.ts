@@ -3,9 +3,9 @@
  *
  * Limits, plainly: one file, one writer at a time (other processes wait on
  * busy_timeout); cross-process wake-ups come from reading `PRAGMA data_version`, which
- * changes whenever another connection commits, when the file system reports a write. Calls are synchronous under the hood,
- * so each operation is short and batched: group commit is what makes it fast at
- * `synchronous=FULL`.
+ * changes whenever another connection commits, while writes come and when the file
+ * system reports one. Calls are synchronous under the hood, so each operation is short
+ * and batched: group commit is what makes it fast at `synchronous=FULL`.
  */
 import type { Database } from "bun:sqlite"
 import { Clock, Effect, Layer } from "effect"
@@ -378,16 +378,17 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
         const started = yield* Clock.currentTimeMillis
         onChange({ queue: null, dueAt: started })
         let hotUntil = started + watchHotMs
+        // Reads 1 ms apart after a report ends a quiet spell: the commit it reports is
+        // visible only once its fsync is done, and the next read should not be pollMs away.
+        let quick = 0
         const seen = (token: number | undefined, now: number) => {
           if (token === last) return false
           last = token
           hotUntil = now + watchHotMs
+          quick = 0
           onChange({ queue: null, dueAt: now })
           return true
         }
-        // Reads 1 ms apart after a report ends a quiet spell: the commit it reports is
-        // visible only once its fsync is done, and the next read should not be pollMs away.
-        let quick = 0
         const quiet = Effect.scoped(Effect.gen(function*() {
           const written = yield* nextWrite(db.filename)
           const now = yield* Clock.currentTimeMillis
@@ -413,7 +414,7 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
             yield* Effect.sleep(quick > 0 ? Math.min(1, pollMs) : pollMs)
             quick = Math.max(0, quick - 1)
           }
-          if (seen(yield* read, yield* Clock.currentTimeMillis)) quick = 0
+          seen(yield* read, yield* Clock.currentTimeMillis)
         }
       }),
     ...makeSqliteWorkers(db, attempt),
