@@ -6,7 +6,7 @@
  * while a scheduled Job has no live worker, and passes once one serves it.
  */
 import { describe, expect, test } from "bun:test"
-import { mkdirSync, symlinkSync, writeFileSync } from "node:fs"
+import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { parseJsonOutput, repoRoot, type Scratch, useScratch, waitFor } from "../support/processes.ts"
 
@@ -19,8 +19,7 @@ const fast = { ROSTER_HEARTBEAT_MS: "200", ROSTER_LEASE_MS: "600" }
 const project = (s: Scratch): Record<string, string> => {
   const apps = join(s.dir, "apps")
   mkdirSync(join(apps, "live"), { recursive: true })
-  // The apps' `import "effect"` resolves to this checkout's, as in a project with Roster installed.
-  symlinkSync(join(repoRoot, "node_modules"), join(s.dir, "node_modules"))
+  // The apps' `import "effect"` resolves to this checkout's (the Scratch links its node_modules).
   writeFileSync(join(s.dir, "roster.config.ts"), `export default { queues: { alpha: { concurrency: 2 }, beta: { concurrency: 1 } } }\n`)
   writeFileSync(join(apps, "live", "jobs.ts"), `import { Effect, Schema } from "effect"
 import { Job } from "${join(repoRoot, "src/index.ts")}"

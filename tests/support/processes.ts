@@ -21,7 +21,7 @@
  */
 import { Database } from "bun:sqlite"
 import { afterEach, beforeEach } from "bun:test"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, rmSync, symlinkSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 
@@ -111,9 +111,15 @@ process.on("exit", () => {
 })
 
 /**
- * Spawns `bun src/cli/main.ts <args>` in `cwd` (or `command <args>`, e.g. a built binary);
- * output is collected as it comes. The environment is this process's minus ROSTER_*,
- * plus `env` — or, with `onlyEnv`, exactly `env`.
+ * Spawns `bun --no-install src/cli/main.ts <args>` in `cwd` (or `command <args>`, e.g. a
+ * built binary); output is collected as it comes. The environment is this process's
+ * minus ROSTER_*, plus `env` — or, with `onlyEnv`, exactly `env`.
+ *
+ * `--no-install`: a module outside any node_modules tree would otherwise import
+ * `effect` through Bun's auto-install (a second copy of Effect from the global cache, or
+ * fetched from the registry on a fresh machine); with it, such an import fails loudly.
+ * App files a test writes live where the checkout's packages resolve: in a Scratch's
+ * folder (it links them) or under tests/.tmp.
  */
 export const spawnRoster = (args: ReadonlyArray<string>, options: {
   readonly cwd: string
@@ -122,7 +128,7 @@ export const spawnRoster = (args: ReadonlyArray<string>, options: {
   readonly command?: ReadonlyArray<string>
   readonly onlyEnv?: boolean
 }): RosterProcess => {
-  const proc = Bun.spawn([...(options.command ?? [bunBinary, cliEntry]), ...args], {
+  const proc = Bun.spawn([...(options.command ?? [bunBinary, "--no-install", cliEntry]), ...args], {
     cwd: options.cwd,
     env: options.onlyEnv ? { ...options.env } : { ...baseEnv(), ...options.env },
     stdin: options.stdin === undefined ? "ignore" : new Blob([options.stdin]),
@@ -218,7 +224,11 @@ export const attemptsCte = `WITH attempts AS (
      AND NOT EXISTS (SELECT 1 FROM roster_attempts a WHERE a.execution_id = e.id AND a.attempt = e.attempt))
 `
 
-/** A temp folder with a database path, the processes started in it, and connections to it. */
+/**
+ * A temp folder with a database path, the processes started in it, and connections to it.
+ * Its `node_modules` links to the checkout's, so an app a test writes into the folder
+ * imports the same `effect` (and the same module instances) as the CLI running it.
+ */
 export class Scratch {
   /** The temp folder (children's working directory). */
   readonly dir: string
@@ -230,6 +240,8 @@ export class Scratch {
 
   constructor(options: { readonly apps?: string } = {}) {
     this.dir = mkdtempSync(join(tmpdir(), "roster-process-"))
+    // Removing the folder removes the link, not what it points to.
+    symlinkSync(join(repoRoot, "node_modules"), join(this.dir, "node_modules"), "dir")
     this.db = join(this.dir, "roster.db")
     this.apps = options.apps ?? fixtureApps
   }
