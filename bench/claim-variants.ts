@@ -1,0 +1,112 @@
+/**
+ * An experiment behind issue 17's drain figure (not part of `npm run bench`): what one
+ * claimed row costs SQLite on Roster's own schema (its migrations applied), and which
+ * part of that cost each change to the claim would remove. Each variant fills a fresh
+ * database with N queued rows (not timed), then claims them 50 at a time at
+ * synchronous=NORMAL (as the store's claim runs) until none is left; the figure is the
+ * claim loop's time per row.
+ * - `store`: the SQLite Store's own `executionsClaim`, as shipped (its statement, then
+ *   each row made an Execution and sorted);
+ * - `statement`: a copy of that statement alone, `.all()` of `RETURNING *`;
+ * - `values`: the same with `.values()` (arrays instead of objects);
+ * - `rowid`: the same returning only the rowid (what materialising the rows costs);
+ * - `no-expiry`: `statement` with the lease-expiry index dropped (one B-tree write fewer
+ *   per claimed row; the Reaper needs that index, so this is a bound, not a proposal);
+ * - `no-partials`: `statement` with the partial indexes a keyless row is never in dropped
+ *   (idempotency, dedupe, child, schedule_active: SQLite still evaluates their WHERE);
+ * - `memory`: `statement` on `:memory:` (no file, no WAL: SQLite's CPU alone).
+ * The SQL here is a copy for measurement only; Roster's SQL lives in src/store/.
+ *
+ * Env: BENCH_CLAIM_N (rows per variant and round, default 50000), BENCH_CLAIM_ROUNDS (default 3).
+ */
+import type { Database } from "bun:sqlite"
+import { Effect } from "effect"
+import { applyMigrations, openDatabase } from "../src/store/sqlite/SqliteConnection.ts"
+import { makeSqliteStore, makeStatements } from "../src/store/sqlite/SqliteStore.ts"
+import type { InsertRequest } from "../src/store/Store.ts"
+import { envInt, percentiles, progress, report, tempDb } from "./support.ts"
+
+const n = envInt("BENCH_CLAIM_N", 50_000)
+const rounds = envInt("BENCH_CLAIM_ROUNDS", 3)
+const batch = 50
+const job = "bench/claim"
+const retry = { attempts: 3, kind: "exponential", initialMs: 10_000, maxMs: 300_000, factor: 2, jitter: "full" } as unknown as InsertRequest["retry"]
+
+const variants = (process.env.BENCH_CLAIM_VARIANTS?.split(",") ?? ["store", "statement", "values", "rowid", "no-expiry", "no-partials", "memory"]) as ReadonlyArray<"store" | "statement" | "values" | "rowid" | "no-expiry" | "no-partials" | "memory">
+type Variant = typeof variants[number]
+
+const claimSql = (returning: string) => `UPDATE roster_executions
+    SET state = 'running', attempt = attempt + 1, lease_owner = ?1, lease_expires_at = ?2, started_at = ?3
+  WHERE rowid IN (
+    SELECT rowid FROM roster_executions INDEXED BY roster_executions_claim
+     WHERE state IN ('queued','waiting') AND queue = ?4 AND run_at <= ?3 AND job IN (SELECT value FROM json_each(?5))
+       AND NOT EXISTS (SELECT 1 FROM roster_queues WHERE name = ?4 AND paused)
+     ORDER BY priority DESC, run_at, id
+     LIMIT ?6)
+  RETURNING ${returning}`
+
+const dropped: Partial<Record<Variant, ReadonlyArray<string>>> = {
+  "no-expiry": ["roster_executions_expiry"],
+  "no-partials": ["roster_executions_idempotency", "roster_executions_dedupe", "roster_executions_child", "roster_executions_schedule_active"]
+}
+
+/** Fills `db` with n queued keyless rows of a 50-byte payload, in one transaction. */
+const fill = (db: Database, now: number): void => {
+  const { insertAll } = makeStatements(db)
+  const pad = "x".repeat(30)
+  const rows: Array<InsertRequest> = Array.from({ length: n }, (_, i) => ({
+    id: Bun.randomUUIDv7(), job, queue: "default", payload: JSON.stringify({ i, pad }), priority: 0, retry,
+    timeoutMs: 300_000, runAt: now, now, idempotencyKey: null
+  }) as InsertRequest)
+  db.transaction(() => insertAll(rows)).immediate()
+}
+
+/** µs per claimed row for one variant on a fresh database. */
+const once = (variant: Variant): number => {
+  const tmp = tempDb("claim")
+  try {
+    const db = openDatabase({ path: variant === "memory" ? ":memory:" : tmp.db })
+    const now = Date.now()
+    applyMigrations(db, now)
+    for (const index of dropped[variant] ?? []) db.run(`DROP INDEX ${index}`)
+    fill(db, now)
+    const jobs = JSON.stringify([job])
+    const statement = db.query<unknown, [string, number, number, string, string, number]>(claimSql(variant === "rowid" ? "rowid" : "*"))
+    const store = variant === "store" ? makeSqliteStore(db) : undefined
+    const claimOnce = (): number => {
+      if (variant === "store") {
+        return Effect.runSync(store!.executionsClaim({ queue: "default", jobs: [job], workerId: "w", limit: batch, now: now + 1, leaseMs: 60_000 })).length
+      }
+      const args = ["w", now + 60_000, now + 1, "default", jobs, batch] as const
+      return (variant === "values" ? statement.values(...args) : statement.all(...args)).length
+    }
+    if (variant !== "store") db.run("PRAGMA synchronous = NORMAL")
+    let claimed = 0
+    const t0 = performance.now()
+    for (let got = claimOnce(); got > 0; got = claimOnce()) claimed += got
+    const us = ((performance.now() - t0) / claimed) * 1000
+    if (claimed !== n) throw new Error(`${variant}: claimed ${claimed} of ${n}`)
+    db.close()
+    return us
+  } finally {
+    tmp.cleanup()
+  }
+}
+
+const samples = new Map<Variant, Array<number>>(variants.map((v) => [v, []]))
+for (let r = 0; r < rounds; r++) {
+  for (const v of variants) samples.get(v)!.push(once(v))
+  progress(`claim variants: round ${r + 1} of ${rounds}`)
+}
+const shipped = percentiles(samples.get("statement")!).p50
+report([{
+  title: `Experiment: the SQLite claim on roster_executions, µs per claimed row (${n.toLocaleString("en-US")} rows, claims of ${batch}, ${rounds} rounds, interleaved)`,
+  headers: ["variant", "median µs/row", "best µs/row", "vs statement"],
+  rows: variants.map((v) => {
+    const s = samples.get(v)!
+    const p50 = percentiles(s).p50
+    return [v, p50.toFixed(2), Math.min(...s).toFixed(2), `${p50 >= shipped ? "+" : ""}${Math.round((p50 / shipped - 1) * 100)}%`]
+  }),
+  notes: ["SQLite work only, one claim statement per batch in autocommit at synchronous=NORMAL; the fill is not timed."],
+  checks: []
+}])
