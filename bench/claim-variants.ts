@@ -14,10 +14,14 @@
  *   per claimed row; the Reaper needs that index, so this is a bound, not a proposal);
  * - `no-partials`: `statement` with the partial indexes a keyless row is never in dropped
  *   (idempotency, dedupe, child, schedule_active: SQLite still evaluates their WHERE);
- * - `memory`: `statement` on `:memory:` (no file, no WAL: SQLite's CPU alone).
+ * - `memory`: `statement` on `:memory:` (no file, no WAL: SQLite's CPU alone);
+ * - `short-retry`: `statement` on rows whose retry text is 15 bytes instead of 95 (a
+ *   narrower row: ~176 bytes instead of ~256);
+ * - `big-cache`: `statement` with a 64 MiB page cache instead of SQLite's 2 MiB default.
  * The SQL here is a copy for measurement only; Roster's SQL lives in src/store/.
  *
- * Env: BENCH_CLAIM_N (rows per variant and round, default 50000), BENCH_CLAIM_ROUNDS (default 3).
+ * Env: BENCH_CLAIM_N (rows per variant and round, default 50000), BENCH_CLAIM_ROUNDS (default 3),
+ * BENCH_CLAIM_VARIANTS (a comma-separated subset; `statement`, the baseline, always runs).
  */
 import type { Database } from "bun:sqlite"
 import { Effect } from "effect"
@@ -30,10 +34,14 @@ const n = envInt("BENCH_CLAIM_N", 50_000)
 const rounds = envInt("BENCH_CLAIM_ROUNDS", 3)
 const batch = 50
 const job = "bench/claim"
+/** A Job's default retry snapshot (95 bytes as JSON), and a minimal one for `short-retry`. */
 const retry = { attempts: 3, kind: "exponential", initialMs: 10_000, maxMs: 300_000, factor: 2, jitter: "full" } as unknown as InsertRequest["retry"]
+const shortRetry = { attempts: 3 } as unknown as InsertRequest["retry"]
 
-const variants = (process.env.BENCH_CLAIM_VARIANTS?.split(",") ?? ["store", "statement", "values", "rowid", "no-expiry", "no-partials", "memory"]) as ReadonlyArray<"store" | "statement" | "values" | "rowid" | "no-expiry" | "no-partials" | "memory">
-type Variant = typeof variants[number]
+const allVariants = ["store", "statement", "values", "rowid", "no-expiry", "no-partials", "memory", "short-retry", "big-cache"] as const
+type Variant = typeof allVariants[number]
+const asked = process.env.BENCH_CLAIM_VARIANTS?.split(",")
+const variants = allVariants.filter((v) => v === "statement" || asked === undefined || asked.includes(v))
 
 const claimSql = (returning: string) => `UPDATE roster_executions
     SET state = 'running', attempt = attempt + 1, lease_owner = ?1, lease_expires_at = ?2, started_at = ?3
@@ -51,7 +59,7 @@ const dropped: Partial<Record<Variant, ReadonlyArray<string>>> = {
 }
 
 /** Fills `db` with n queued keyless rows of a 50-byte payload, in one transaction. */
-const fill = (db: Database, now: number): void => {
+const fill = (db: Database, now: number, retry: InsertRequest["retry"]): void => {
   const { insertAll } = makeStatements(db)
   const pad = "x".repeat(30)
   const rows: Array<InsertRequest> = Array.from({ length: n }, (_, i) => ({
@@ -59,6 +67,21 @@ const fill = (db: Database, now: number): void => {
     timeoutMs: 300_000, runAt: now, now, idempotencyKey: null
   }) as InsertRequest)
   db.transaction(() => insertAll(rows)).immediate()
+}
+
+/** The Store's own claim (it relaxes its FULL commit to NORMAL itself); rows claimed. */
+const storeClaim = (db: Database, now: number) => {
+  const store = makeSqliteStore(db)
+  return (): number =>
+    Effect.runSync(store.executionsClaim({ queue: "default", jobs: [job], workerId: "w", limit: batch, now: now + 1, leaseMs: 60_000 })).length
+}
+
+/** The copied claim statement at NORMAL; rows claimed. */
+const statementClaim = (db: Database, now: number, variant: Variant) => {
+  const statement = db.query<unknown, [string, number, number, string, string, number]>(claimSql(variant === "rowid" ? "rowid" : "*"))
+  const args = ["w", now + 60_000, now + 1, "default", JSON.stringify([job]), batch] as const
+  db.run("PRAGMA synchronous = NORMAL")
+  return (): number => (variant === "values" ? statement.values(...args) : statement.all(...args)).length
 }
 
 /** µs per claimed row for one variant on a fresh database. */
@@ -69,18 +92,9 @@ const once = (variant: Variant): number => {
     const now = Date.now()
     applyMigrations(db, now)
     for (const index of dropped[variant] ?? []) db.run(`DROP INDEX ${index}`)
-    fill(db, now)
-    const jobs = JSON.stringify([job])
-    const statement = db.query<unknown, [string, number, number, string, string, number]>(claimSql(variant === "rowid" ? "rowid" : "*"))
-    const store = variant === "store" ? makeSqliteStore(db) : undefined
-    const claimOnce = (): number => {
-      if (variant === "store") {
-        return Effect.runSync(store!.executionsClaim({ queue: "default", jobs: [job], workerId: "w", limit: batch, now: now + 1, leaseMs: 60_000 })).length
-      }
-      const args = ["w", now + 60_000, now + 1, "default", jobs, batch] as const
-      return (variant === "values" ? statement.values(...args) : statement.all(...args)).length
-    }
-    if (variant !== "store") db.run("PRAGMA synchronous = NORMAL")
+    if (variant === "big-cache") db.run("PRAGMA cache_size = -65536")
+    fill(db, now, variant === "short-retry" ? shortRetry : retry)
+    const claimOnce = variant === "store" ? storeClaim(db, now) : statementClaim(db, now, variant)
     let claimed = 0
     const t0 = performance.now()
     for (let got = claimOnce(); got > 0; got = claimOnce()) claimed += got
