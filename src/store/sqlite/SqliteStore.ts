@@ -151,7 +151,7 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
   )
   // Successes are the hot path: one prepared UPDATE per row, with no attempt row — the
   // succeeded attempt is read back from the execution (lease_owner is kept as its worker).
-  // Bound parameters, not one json_each statement per batch: 17–24% less per row
+  // Bound parameters, not one json_each statement per batch: 11–14% less per row
   // (bench/finish-variants.ts, bench/RESULTS.md ninth pass).
   const finishSucceeded = db.query<never, [string | null, number, string, string, number]>(
     `UPDATE roster_executions
