@@ -26,16 +26,16 @@
 import type { Database } from "bun:sqlite"
 import { Effect } from "effect"
 import { applyMigrations, openDatabase } from "../src/store/sqlite/SqliteConnection.ts"
-import { makeSqliteStore, makeStatements } from "../src/store/sqlite/SqliteStore.ts"
+import { makeSqliteStore } from "../src/store/sqlite/SqliteStore.ts"
 import type { InsertRequest } from "../src/store/Store.ts"
-import { envInt, percentiles, progress, report, tempDb } from "./support.ts"
+import { envInt, report, tempDb } from "./support.ts"
+import { defaultRetry, fillQueued, measureVariants, variantsSection } from "./variants.ts"
 
 const n = envInt("BENCH_CLAIM_N", 50_000)
 const rounds = envInt("BENCH_CLAIM_ROUNDS", 3)
 const batch = 50
 const job = "bench/claim"
-/** A Job's default retry snapshot (95 bytes as JSON), and a minimal one for `short-retry`. */
-const retry = { attempts: 3, kind: "exponential", initialMs: 10_000, maxMs: 300_000, factor: 2, jitter: "full" } as unknown as InsertRequest["retry"]
+/** A minimal retry snapshot for `short-retry` (15 bytes instead of the default's 95). */
 const shortRetry = { attempts: 3 } as unknown as InsertRequest["retry"]
 
 const allVariants = ["store", "statement", "values", "rowid", "no-expiry", "no-partials", "memory", "short-retry", "big-cache"] as const
@@ -56,17 +56,6 @@ const claimSql = (returning: string) => `UPDATE roster_executions
 const dropped: Partial<Record<Variant, ReadonlyArray<string>>> = {
   "no-expiry": ["roster_executions_expiry"],
   "no-partials": ["roster_executions_idempotency", "roster_executions_dedupe", "roster_executions_child", "roster_executions_schedule_active"]
-}
-
-/** Fills `db` with n queued keyless rows of a 50-byte payload, in one transaction. */
-const fill = (db: Database, now: number, retry: InsertRequest["retry"]): void => {
-  const { insertAll } = makeStatements(db)
-  const pad = "x".repeat(30)
-  const rows: Array<InsertRequest> = Array.from({ length: n }, (_, i) => ({
-    id: Bun.randomUUIDv7(), job, queue: "default", payload: JSON.stringify({ i, pad }), priority: 0, retry,
-    timeoutMs: 300_000, runAt: now, now, idempotencyKey: null
-  }) as InsertRequest)
-  db.transaction(() => insertAll(rows)).immediate()
 }
 
 /** The Store's own claim (it relaxes its FULL commit to NORMAL itself); rows claimed. */
@@ -93,7 +82,7 @@ const once = (variant: Variant): number => {
     applyMigrations(db, now)
     for (const index of dropped[variant] ?? []) db.run(`DROP INDEX ${index}`)
     if (variant === "big-cache") db.run("PRAGMA cache_size = -65536")
-    fill(db, now, variant === "short-retry" ? shortRetry : retry)
+    fillQueued(db, { n, job, now, retry: variant === "short-retry" ? shortRetry : defaultRetry })
     const claimOnce = variant === "store" ? storeClaim(db, now) : statementClaim(db, now, variant)
     let claimed = 0
     const t0 = performance.now()
@@ -107,20 +96,10 @@ const once = (variant: Variant): number => {
   }
 }
 
-const samples = new Map<Variant, Array<number>>(variants.map((v) => [v, []]))
-for (let r = 0; r < rounds; r++) {
-  for (const v of variants) samples.get(v)!.push(once(v))
-  progress(`claim variants: round ${r + 1} of ${rounds}`)
-}
-const shipped = percentiles(samples.get("statement")!).p50
-report([{
+report([variantsSection({
   title: `Experiment: the SQLite claim on roster_executions, µs per claimed row (${n.toLocaleString("en-US")} rows, claims of ${batch}, ${rounds} rounds, interleaved)`,
-  headers: ["variant", "median µs/row", "best µs/row", "vs statement"],
-  rows: variants.map((v) => {
-    const s = samples.get(v)!
-    const p50 = percentiles(s).p50
-    return [v, p50.toFixed(2), Math.min(...s).toFixed(2), `${p50 >= shipped ? "+" : ""}${Math.round((p50 / shipped - 1) * 100)}%`]
-  }),
-  notes: ["SQLite work only, one claim statement per batch in autocommit at synchronous=NORMAL; the fill is not timed."],
-  checks: []
-}])
+  unit: "row",
+  samples: measureVariants("claim variants", variants, rounds, once),
+  baseline: "statement",
+  notes: ["SQLite work only, one claim statement per batch in autocommit at synchronous=NORMAL; the fill is not timed."]
+})])

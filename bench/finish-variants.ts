@@ -19,15 +19,15 @@
  */
 import { Effect } from "effect"
 import { applyMigrations, openDatabase } from "../src/store/sqlite/SqliteConnection.ts"
-import { makeSqliteStore, makeStatements } from "../src/store/sqlite/SqliteStore.ts"
-import type { InsertRequest, Outcome } from "../src/store/Store.ts"
-import { envInt, percentiles, progress, report, tempDb } from "./support.ts"
+import { makeSqliteStore } from "../src/store/sqlite/SqliteStore.ts"
+import type { Outcome } from "../src/store/Store.ts"
+import { envInt, report, tempDb } from "./support.ts"
+import { fillQueued, measureVariants, variantsSection } from "./variants.ts"
 
 const n = envInt("BENCH_FINISH_N", 30_000)
 const rounds = envInt("BENCH_FINISH_ROUNDS", 5)
 const batch = 150
 const job = "bench/finish"
-const retry = { attempts: 3, kind: "exponential", initialMs: 10_000, maxMs: 300_000, factor: 2, jitter: "full" } as unknown as InsertRequest["retry"]
 const variants = ["store", "json", "loop", "loop-rowid", "json-normal", "loop-normal"] as const
 type Variant = typeof variants[number]
 
@@ -40,12 +40,7 @@ const once = (variant: Variant): number => {
     const db = openDatabase({ path: tmp.db, synchronous: variant.endsWith("-normal") ? "NORMAL" : "FULL" })
     const now = Date.now()
     applyMigrations(db, now)
-    const { insertAll } = makeStatements(db)
-    const rows = Array.from({ length: n }, (_, i) => ({
-      id: Bun.randomUUIDv7(), job, queue: "default", payload: JSON.stringify({ i, pad: "x".repeat(30) }), priority: 0, retry,
-      timeoutMs: 300_000, runAt: now, now, idempotencyKey: null
-    }) as InsertRequest)
-    db.transaction(() => insertAll(rows)).immediate()
+    fillQueued(db, { n, job, now })
     const claimed = db.query<Claimed, [number, number]>(
       "UPDATE roster_executions SET state = 'running', attempt = attempt + 1, lease_owner = 'w', lease_expires_at = ?, started_at = ? RETURNING rowid, id, attempt"
     ).all(now + 60_000, now)
@@ -86,20 +81,10 @@ const once = (variant: Variant): number => {
   }
 }
 
-const samples = new Map<Variant, Array<number>>(variants.map((v) => [v, []]))
-for (let r = 0; r < rounds; r++) {
-  for (const v of variants) samples.get(v)!.push(once(v))
-  progress(`finish variants: round ${r + 1} of ${rounds}`)
-}
-const baseline = percentiles(samples.get("json")!).p50
-report([{
+report([variantsSection({
   title: `Experiment: recording successes on roster_executions, µs per row (${n.toLocaleString("en-US")} rows, transactions of ${batch}, ${rounds} rounds, interleaved)`,
-  headers: ["variant", "median µs/row", "best µs/row", "vs json"],
-  rows: variants.map((v) => {
-    const s = samples.get(v)!
-    const p50 = percentiles(s).p50
-    return [v, p50.toFixed(2), Math.min(...s).toFixed(2), `${p50 >= baseline ? "+" : ""}${Math.round((p50 / baseline - 1) * 100)}%`]
-  }),
-  notes: ["SQLite work only, one BEGIN IMMEDIATE transaction per batch; the fill and the claim are not timed."],
-  checks: []
-}])
+  unit: "row",
+  samples: measureVariants("finish variants", variants, rounds, once),
+  baseline: "json",
+  notes: ["SQLite work only, one BEGIN IMMEDIATE transaction per batch; the fill and the claim are not timed."]
+})])

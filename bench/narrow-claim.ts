@@ -24,27 +24,17 @@
 import type { Database } from "bun:sqlite"
 import { Effect } from "effect"
 import { applyMigrations, openDatabase } from "../src/store/sqlite/SqliteConnection.ts"
-import { makeSqliteStore, makeStatements } from "../src/store/sqlite/SqliteStore.ts"
-import type { InsertRequest, Outcome } from "../src/store/Store.ts"
-import { envInt, percentiles, progress, report, tempDb } from "./support.ts"
+import { makeSqliteStore } from "../src/store/sqlite/SqliteStore.ts"
+import type { Outcome } from "../src/store/Store.ts"
+import { envInt, report, tempDb } from "./support.ts"
+import { fillQueued, measureVariants, variantsSection } from "./variants.ts"
 
 const n = envInt("BENCH_NARROW_N", 50_000)
 const rounds = envInt("BENCH_NARROW_ROUNDS", 5)
 const batch = 50
 const job = "bench/narrow"
-const retry = { attempts: 3, kind: "exponential", initialMs: 10_000, maxMs: 300_000, factor: 2, jitter: "full" } as unknown as InsertRequest["retry"]
 const variants = ["roster", "roster-rows", "narrow"] as const
 type Variant = typeof variants[number]
-
-const fill = (db: Database, now: number): Array<InsertRequest> => {
-  const { insertAll } = makeStatements(db)
-  const rows = Array.from({ length: n }, (_, i) => ({
-    id: Bun.randomUUIDv7(), job, queue: "default", payload: JSON.stringify({ i, pad: "x".repeat(30) }), priority: 0, retry,
-    timeoutMs: 300_000, runAt: now, now, idempotencyKey: null
-  }) as InsertRequest)
-  db.transaction(() => insertAll(rows)).immediate()
-  return rows
-}
 
 /** One claim + record step of `roster`; jobs done. */
 const rosterStep = (db: Database, now: number) => {
@@ -132,7 +122,7 @@ const once = (variant: Variant): number => {
     const db = openDatabase({ path: tmp.db })
     const now = Date.now()
     applyMigrations(db, now)
-    fill(db, now)
+    fillQueued(db, { n, job, now })
     const step = variant === "roster" ? rosterStep(db, now) : variant === "roster-rows" ? rosterRowsStep(db, now) : narrowStep(db, now)
     let jobs = 0
     const t0 = performance.now()
@@ -148,20 +138,10 @@ const once = (variant: Variant): number => {
   }
 }
 
-const samples = new Map<Variant, Array<number>>(variants.map((v) => [v, []]))
-for (let r = 0; r < rounds; r++) {
-  for (const v of variants) samples.get(v)!.push(once(v))
-  progress(`narrow claim: round ${r + 1} of ${rounds}`)
-}
-const baseline = percentiles(samples.get("roster")!).p50
-report([{
+report([variantsSection({
   title: `Experiment: claim 50 + record 50 successes, no runtime, µs per job (${n.toLocaleString("en-US")} jobs, ${rounds} rounds, interleaved)`,
-  headers: ["variant", "median µs/job", "best µs/job", "vs roster"],
-  rows: variants.map((v) => {
-    const s = samples.get(v)!
-    const p50 = percentiles(s).p50
-    return [v, p50.toFixed(2), Math.min(...s).toFixed(2), `${p50 >= baseline ? "+" : ""}${Math.round((p50 / baseline - 1) * 100)}%`]
-  }),
-  notes: ["SQLite work only: claims autocommit at NORMAL, successes one FULL transaction per batch; the fill is not timed."],
-  checks: []
-}])
+  unit: "job",
+  samples: measureVariants("narrow claim", variants, rounds, once),
+  baseline: "roster",
+  notes: ["SQLite work only: claims autocommit at NORMAL, successes one FULL transaction per batch; the fill is not timed."]
+})])
