@@ -36,14 +36,19 @@ const job = "bench/narrow"
 const variants = ["roster", "roster-rows", "narrow"] as const
 type Variant = typeof variants[number]
 
+/** Records the successes of `claimed` through the Store, in one transaction at FULL. */
+const succeed = (store: ReturnType<typeof makeSqliteStore>, claimed: ReadonlyArray<{ readonly id: string; readonly attempt: number }>, now: number): void => {
+  const outcomes = claimed.map((e): Outcome => ({ kind: "succeeded", id: e.id, workerId: "w", attempt: e.attempt, now: now + 2, startedAt: now + 1, result: "null" }))
+  Effect.runSync(store.executionsFinish(outcomes))
+}
+
 /** One claim + record step of `roster`; jobs done. */
 const rosterStep = (db: Database, now: number) => {
   const store = makeSqliteStore(db)
   return (): number => {
     const claimed = Effect.runSync(store.executionsClaim({ queue: "default", jobs: [job], workerId: "w", limit: batch, now: now + 1, leaseMs: 60_000 }))
     if (claimed.length === 0) return 0
-    const outcomes = claimed.map((e): Outcome => ({ kind: "succeeded", id: e.id, workerId: "w", attempt: e.attempt, now: now + 2, startedAt: now + 1, result: "null" }))
-    Effect.runSync(store.executionsFinish(outcomes))
+    succeed(store, claimed, now)
     return claimed.length
   }
 }
@@ -68,8 +73,7 @@ const rosterRowsStep = (db: Database, now: number) => {
     const claimed = claim.immediate()
     if (claimed.length === 0) return 0
     db.run("PRAGMA synchronous = FULL")
-    const outcomes = claimed.map((e): Outcome => ({ kind: "succeeded", id: e.id, workerId: "w", attempt: e.attempt, now: now + 2, startedAt: now + 1, result: "null" }))
-    Effect.runSync(store.executionsFinish(outcomes))
+    succeed(store, claimed, now)
     db.run("PRAGMA synchronous = NORMAL")
     return claimed.length
   }

@@ -284,7 +284,8 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
     return true
   }
   const finishMany = db.transaction((outcomes: ReadonlyArray<Outcome>): ReadonlyArray<boolean> => {
-    // Successes first, as they were handed over: a Reaper's outcome for the same execution then finds it ended.
+    // Every success first, then the other outcomes in order: a Reaper's outcome for an execution
+    // that succeeded in the same batch then finds it ended, and applies to nothing.
     const results = outcomes.map((o) => (o.kind === "succeeded" ? finishSucceeded.run(o.result, o.now, o.id, o.workerId, o.attempt).changes === 1 : false))
     outcomes.forEach((o, i) => {
       if (o.kind !== "succeeded") results[i] = applyOutcome(o)
