@@ -13,8 +13,9 @@
  * pass) was slower: this is the upper bound, not what a worker gets.
  *
  * BENCH_OT_WORK=work replaces the spin (which takes the same wall time whatever else runs)
- * with a fixed amount of allocating work, calibrated to BENCH_SPIN_US on a quiet thread:
- * it shows what the main thread's own code loses while the second core is busy.
+ * with a fixed amount of allocating work, calibrated to BENCH_SPIN_US on a quiet thread,
+ * so that a main thread slowed by the busy second core would show. It did not: the
+ * thread still gains as much (bench/RESULTS.md tenth pass), so this stays an upper bound.
  *
  * Env: BENCH_OT_N (jobs per run, default 100000), BENCH_SPIN_US, BENCH_OT_ROUNDS (3),
  * BENCH_OT_MODES (default single,thread,thread-full).
@@ -34,8 +35,9 @@ const modes = (process.env.BENCH_OT_MODES ?? "single,thread,thread-full").split(
 const job = "bench/ot"
 const maxInFlight = 3
 
-/** Wall-clock spin (BENCH_OT_WORK=spin), or a fixed amount of allocating work (=work), calibrated to spinUs alone. */
+/** A wall-clock spin of spinUs (the default), or with BENCH_OT_WORK=work a fixed amount of allocating work calibrated to it. */
 const work = process.env.BENCH_OT_WORK === "work"
+/** Read by nothing: it keeps the allocating loop from being optimised away. */
 let sink = 0
 const allocate = (k: number) => {
   for (let i = 0; i < k; i++) {
