@@ -124,6 +124,6 @@ export interface LogDropsRow { execution_id: string; attempt: number; dropped: n
 /** Maps a stored log-drop row to LogDrops. */
 export const toLogDrops = (r: LogDropsRow): LogDrops => ({ executionId: r.execution_id, attempt: r.attempt, dropped: r.dropped })
 
-/** Claim order: priority DESC, run_at ASC, id ASC (RETURNING rows come unordered). */
+/** PostgreSQL's claim order: priority DESC, run_at ASC, id ASC (RETURNING rows come unordered; SQLite's is in sqlite/ClaimOrder.ts). */
 export const byClaimOrder = (a: Execution, b: Execution): number =>
   b.priority - a.priority || a.runAt - b.runAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)

@@ -260,7 +260,7 @@ export class Store extends Context.Service<Store, {
   readonly migrate: Effect.Effect<void, StoreError>
   /** Inserts executions in one transaction; an existing (job, idempotency key) returns the existing id. */
   readonly executionsInsert: (rows: ReadonlyArray<InsertRequest>) => Effect.Effect<ReadonlyArray<InsertResult>, StoreError>
-  /** Claims due executions in claim order (priority DESC, run_at, id), leasing them to the worker; a paused queue gives none. */
+  /** Claims due executions in claim order (priority DESC, run_at, then stored order: rowid on SQLite, id on PostgreSQL), leasing them to the worker; a paused queue gives none. */
   readonly executionsClaim: (req: ClaimRequest) => Effect.Effect<ReadonlyArray<Execution>, StoreError>
   /**
    * Claims as {@link executionsClaim}, under a queue's global concurrency and rate limit

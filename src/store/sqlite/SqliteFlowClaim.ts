@@ -7,7 +7,8 @@
  * and the due queued executions grouped for the held-back counts (FlowExplain.ts).
  */
 import type { Database } from "bun:sqlite"
-import { byClaimOrder, type ExecutionRow, toExecution } from "../ExecutionRow.ts"
+import { toExecution } from "../ExecutionRow.ts"
+import { byClaimOrderIn, type ClaimedRow } from "./ClaimOrder.ts"
 import { type Candidate, claimRounds, flowStateOf, planRound, type Round, type RunningCount, scanAgain, selectClaims, startsPruneBeforeOf, type StartRow } from "../FlowRules.ts"
 import type { DueGroup, LimitedClaim, LimitedClaimRequest, QueueFlow, Store } from "../Store.ts"
 import type { Attempt } from "./SqliteStats.ts"
@@ -35,14 +36,14 @@ export const makeSqliteFlow = (
       WHERE state IN ('queued','waiting') AND queue = ?1 AND run_at <= ?2 AND job IN (SELECT value FROM json_each(?3))
         AND (concurrency_key IS NULL OR (job || char(31) || concurrency_key) NOT IN (SELECT value FROM json_each(?4)))
         AND (rate_key IS NULL OR (job || char(31) || rate_key) NOT IN (SELECT value FROM json_each(?5)))
-      ORDER BY priority DESC, run_at, id
+      ORDER BY priority DESC, run_at, rowid
       LIMIT ?6`
   )
-  const claimIds = db.query<ExecutionRow, [string, number, number, string]>(
+  const claimIds = db.query<ClaimedRow, [string, number, number, string]>(
     `UPDATE roster_executions
         SET state = 'running', attempt = attempt + 1, lease_owner = ?1, lease_expires_at = ?2, started_at = ?3
       WHERE id IN (SELECT value FROM json_each(?4)) AND state IN ('queued','waiting')
-      RETURNING *`
+      RETURNING rowid AS seq, *`
   )
   const addStart = db.query("INSERT INTO roster_rate_starts (queue, scope, expires_at, n) VALUES (?, ?, ?, ?)")
   const pruneStarts = db.query("DELETE FROM roster_rate_starts WHERE queue = ? AND expires_at <= ?")
@@ -65,8 +66,8 @@ export const makeSqliteFlow = (
     starts: starts.all(queue, now).map((s): StartRow => ({ scope: s.scope, expiresAt: s.expires_at, n: s.n }))
   })
 
-  /** One round: read the counts, scan, choose, claim, record the starts (FlowRules.claimRound). */
-  const round = (req: LimitedClaimRequest, want: number): Round => {
+  /** One round: read the counts, scan, choose, claim, record the starts (FlowRules.claimRound); `seqs` gathers the claimed rowids. */
+  const round = (req: LimitedClaimRequest, want: number, seqs: Map<string, number>): Round => {
     const flow = snapshot(req.queue, req.now, req.ending, req.workerId)
     const plan = planRound(req.limits, flow, req.jobs, want, req.now)
     if (plan._tag === "Done") return plan.round
@@ -77,13 +78,15 @@ export const makeSqliteFlow = (
     const chosen = selectClaims(req.limits, state, flow.starts, scanned, want, req.now)
     const rows = chosen.ids.length === 0 ? [] : claimIds.all(req.workerId, req.now + req.leaseMs, req.now, JSON.stringify(chosen.ids))
     for (const s of chosen.starts) addStart.run(req.queue, s.scope, s.expiresAt, s.n)
+    for (const r of rows) seqs.set(r.id, r.seq)
     return { executions: rows.map(toExecution), retryAt: chosen.retryAt, again: scanAgain(chosen.ids.length, room, scanned.length, scanSize) }
   }
 
   const claim = db.transaction((req: LimitedClaimRequest): LimitedClaim => {
-    const claimed = claimRounds(req.limit, (want) => round(req, want))
+    const seqs = new Map<string, number>()
+    const claimed = claimRounds(req.limit, (want) => round(req, want, seqs))
     pruneStarts.run(req.queue, startsPruneBeforeOf(req.limits, req.now))
-    return { executions: [...claimed.executions].sort(byClaimOrder), retryAt: claimed.retryAt }
+    return { executions: [...claimed.executions].sort(byClaimOrderIn(seqs)), retryAt: claimed.retryAt }
   })
 
   return {

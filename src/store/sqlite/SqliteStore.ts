@@ -10,12 +10,13 @@
 import type { Database } from "bun:sqlite"
 import { Clock, Effect, Layer } from "effect"
 import type { ExecutionState, LogDrops, LogLine } from "../Execution.ts"
-import { type AttemptRow, byClaimOrder, type ExecutionRow, type LogDropsRow, type LogRow, type StepRow, toAttempt, toExecution, toLogDrops, toLogLine, toStep } from "../ExecutionRow.ts"
+import { type AttemptRow, type ExecutionRow, type LogDropsRow, type LogRow, type StepRow, toAttempt, toExecution, toLogDrops, toLogLine, toStep } from "../ExecutionRow.ts"
 import { attemptOutcomeOf, cancelOf, claimsNothing, countsOf, endedAttemptOutcome, errorTextOf, expiredBeforeOf, filterClauses, pageLimit, pruneLimit, withSucceededAttempt } from "../ExecutionRules.ts"
 import type { CancelResult, ExecutionFilter, InsertRequest, InsertResult, Outcome } from "../Store.ts"
 import { Store, StoreError, type StoreErrorReason } from "../Store.ts"
 import { makeSqliteFlow } from "./SqliteFlowClaim.ts"
 import { makeSqliteOrchestration } from "./SqliteOrchestration.ts"
+import { byRowClaimOrder, type ClaimedRow } from "./ClaimOrder.ts"
 import { insertDeduped } from "./DedupeInsert.ts"
 import { makeSqliteQueues } from "./SqliteQueues.ts"
 import { makeSqliteStats } from "./SqliteStats.ts"
@@ -100,15 +101,25 @@ export const makeStatements = (db: Database) => {
       insertSingle.run(...params)
     }
   }
-  /** Inserts rows in order (the caller holds the transaction); results match the input order. */
+  /**
+   * Inserts rows in their order (the caller holds the transaction), so rowids follow it:
+   * the claim breaks ties by rowid (ClaimOrder.ts). Each run of keyless rows goes in
+   * many at a time; results match the input order.
+   */
   const insertAll = (rows: ReadonlyArray<InsertRequest>): Array<InsertResult> => {
     const isKeyless = (r: InsertRequest) => r.idempotencyKey === null && (r.dedupeKey ?? null) === null
-    const keyless = rows.filter(isKeyless)
-    if (keyless.length > 1) {
-      insertKeyless(keyless)
-      return rows.map((r) => (isKeyless(r) ? { id: r.id, inserted: true } : insertOne(r)))
+    const results = new Array<InsertResult>(rows.length)
+    let run = 0 // where the current run of keyless rows starts
+    for (let i = 0; i <= rows.length; i++) {
+      if (i < rows.length && isKeyless(rows[i]!)) continue
+      if (i > run) {
+        insertKeyless(run === 0 && i === rows.length ? rows : rows.slice(run, i))
+        for (let j = run; j < i; j++) results[j] = { id: rows[j]!.id, inserted: true }
+      }
+      if (i < rows.length) results[i] = insertOne(rows[i]!)
+      run = i + 1
     }
-    return rows.map(insertOne)
+    return results
   }
   return { insertOne, insertAll }
 }
@@ -134,7 +145,7 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
   }
   const { insertAll, insertOne } = makeStatements(db)
   const watchable = isWatchable(db.filename)
-  const claim = db.query<ExecutionRow, [string, number, number, string, string, number]>(
+  const claim = db.query<ClaimedRow, [string, number, number, string, string, number]>(
     `UPDATE roster_executions
         SET state = 'running', attempt = attempt + 1, lease_owner = ?1, lease_expires_at = ?2, started_at = ?3
       -- By rowid: the claim index holds it, so each claimed row is one table seek, not a
@@ -145,9 +156,9 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
            -- A paused queue gives nothing, read in this statement (no check-then-claim race);
            -- uncorrelated, so SQLite evaluates it once per claim.
            AND NOT EXISTS (SELECT 1 FROM roster_queues WHERE name = ?4 AND paused)
-         ORDER BY priority DESC, run_at, id
+         ORDER BY priority DESC, run_at, rowid
          LIMIT ?6)
-      RETURNING *`
+      RETURNING rowid AS seq, *`
   )
   // Successes are the hot path: one prepared UPDATE per row, with no attempt row — the
   // succeeded attempt is read back from the execution (lease_owner is kept as its worker).
@@ -324,7 +335,7 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
       attempt("claim executions", () => {
         if (claimsNothing(req)) return []
         const rows = relaxed(() => claim.all(req.workerId, req.now + req.leaseMs, req.now, req.queue, JSON.stringify(req.jobs), req.limit))
-        return rows.map(toExecution).sort(byClaimOrder)
+        return rows.sort(byRowClaimOrder).map(toExecution)
       }),
     executionsFinish: (outcomes) => attempt("record outcomes", () => (outcomes.length === 0 ? [] : finishMany.immediate(outcomes))),
     executionsHeartbeat: (req) =>
