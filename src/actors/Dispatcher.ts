@@ -110,6 +110,26 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
   // Each execution gives its permit back as soon as its handler ends.
   const releaseOne = Effect.asVoid(semaphore.release(1))
 
+  // The hand-off (WakeBus.Handoff): while this Dispatcher claims, a new row of its Jobs
+  // can start in the transaction that inserts it, on a free permit taken here. Only for
+  // a queue without limits across workers (a limited start is the limited claim's to decide).
+  let claiming = false
+  if (limits === null) {
+    const slotFree = Effect.gen(function*() {
+      if (!claiming || !(yield* semaphore.takeIfAvailable(1))) return null
+      if (!(yield* unrecorded.takeIfAvailable(1))) return yield* Effect.as(semaphore.release(1), null)
+      return {
+        workerId: options.workerId,
+        leaseMs: options.leaseMs,
+        jobs: options.jobs,
+        start: (execution: Execution) => options.pool.run(execution, releaseOne, recorded, true),
+        cancel: Effect.andThen(semaphore.release(1), unrecorded.release(1))
+      }
+    })
+    const unoffer = options.bus.offerHandoff(options.queue.name, { jobs: new Set(options.jobs), reserve: slotFree })
+    yield* Effect.addFinalizer(() => Effect.sync(unoffer))
+  }
+
   const loop = Effect.gen(function*() {
     while (true) {
       yield* semaphore.take(1)
@@ -123,13 +143,17 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
         const now = yield* Clock.currentTimeMillis
         const claimed = yield* claimOnce(permits, now).pipe(Effect.onError(() => giveBack(permits)))
         Deferred.doneUnsafe(firstClaim, Exit.void)
+        claiming = true
         if (claimed.length < permits) yield* giveBack(permits - claimed.length)
         for (const execution of claimed) yield* options.pool.run(execution, releaseOne, recorded)
         return claimed
       }))
       if (claimed.length < permits) yield* sleep
     }
-  }).pipe(Effect.annotateLogs("queue", options.queue.name))
+  }).pipe(
+    Effect.ensuring(Effect.sync(() => (claiming = false))),
+    Effect.annotateLogs("queue", options.queue.name)
+  )
 
   return {
     loop,

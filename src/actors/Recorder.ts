@@ -14,11 +14,11 @@
  * `supervise` like every actor: a defect while committing fails the replies of that
  * batch (each caller gets a StoreError, nothing is left waiting) and the loop restarts.
  */
-import { Cause, Deferred, Effect, Exit, Fiber, Queue } from "effect"
+import { Cause, Clock, Deferred, Effect, Exit, Fiber, Queue } from "effect"
 import { supervise } from "./supervise.ts"
-import type { InsertRequest, InsertResult, Outcome } from "../store/Store.ts"
+import type { InsertRequest, InsertResult, InsertStarted, Outcome } from "../store/Store.ts"
 import { Store, StoreError } from "../store/Store.ts"
-import type { WakeBus } from "./WakeBus.ts"
+import type { HandoffSlot, WakeBus } from "./WakeBus.ts"
 
 type Message =
   | { readonly _tag: "Insert"; readonly rows: ReadonlyArray<InsertRequest>; readonly reply: Deferred.Deferred<ReadonlyArray<InsertResult>, StoreError> }
@@ -48,6 +48,8 @@ export interface Recorder {
 
 const stopped = new StoreError({ message: "the recorder has stopped (the runtime is shutting down)" })
 
+const deferSync = { deferSync: true } as const
+
 /** Messages that may wait in the Recorder's mailbox before producers wait for room. */
 export const capacity = 10_000
 
@@ -56,44 +58,35 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
   const store = yield* Store
   const mailbox = yield* Queue.bounded<Message, Cause.Done>(capacity)
 
+  /**
+   * One batch: its enqueues and its outcomes are committed without waiting for the disk
+   * (Store.WriteOptions.deferSync), then one fsync makes both durable (syncCommitted), and
+   * only then are callers answered, Dispatchers woken and follow-ups run. Until then the
+   * thread is free: the handlers the hand-off started run, and so does everything else.
+   */
   const commit = (batch: ReadonlyArray<Message>) =>
     Effect.gen(function*() {
       const inserts = batch.filter((m): m is Extract<Message, { _tag: "Insert" }> => m._tag === "Insert")
       const finishes = batch.filter((m): m is Extract<Message, { _tag: "Finish" }> => m._tag === "Finish")
-      if (inserts.length > 0) {
-        const rows = inserts.flatMap((m) => m.rows)
-        const exit = yield* Effect.exit(store.executionsInsert(rows))
-        if (exit._tag === "Success") {
-          let i = 0
-          for (const m of inserts) {
-            Deferred.doneUnsafe(m.reply, Exit.succeed(exit.value.slice(i, i + m.rows.length)))
-            i += m.rows.length
-          }
-          const due = new Map<string, number>()
-          rows.forEach((r, j) => {
-            if (exit.value[j]?.inserted || exit.value[j]?.replaced) due.set(r.queue, Math.min(due.get(r.queue) ?? Infinity, r.runAt))
-          })
-          for (const [queue, at] of due) bus.notify(queue, at)
-        } else {
-          for (const m of inserts) Deferred.doneUnsafe(m.reply, Exit.failCause(exit.cause))
+      const inserted = inserts.length > 0 ? yield* insertAll(inserts) : null
+      const finished = finishes.length > 0 ? yield* Effect.exit(store.executionsFinish(finishes.map((m) => m.outcome), deferSync)) : null
+      const synced = inserted?._tag === "Success" || finished?._tag === "Success" ? yield* Effect.exit(store.syncCommitted) : Exit.void
+      if (inserted !== null) {
+        const exit = synced._tag === "Failure" ? Exit.failCause(synced.cause) : inserted
+        let i = 0
+        for (const m of inserts) {
+          Deferred.doneUnsafe(m.reply, exit._tag === "Success" ? Exit.succeed(exit.value.results.slice(i, i + m.rows.length)) : Exit.failCause(exit.cause))
+          i += m.rows.length
         }
+        if (exit._tag === "Success") wakeAfterInserts(inserts, exit.value)
       }
-      if (finishes.length > 0) {
-        const exit = yield* Effect.exit(store.executionsFinish(finishes.map((m) => m.outcome)))
+      if (finished !== null) {
+        const exit = synced._tag === "Failure" ? Exit.failCause(synced.cause) : finished
         if (exit._tag === "Success") {
-          // A child's end may have made its parent due, on a queue not known here: one wake-up per batch.
-          let childAt: number | null = null
-          for (const [j, m] of finishes.entries()) {
-            if (exit.value[j]) bus.notifyOutcome(m.outcome.id)
-            if (exit.value[j] && m.outcome.kind === "retry") bus.notify(m.queue, m.outcome.runAt)
-            if (exit.value[j] && m.outcome.kind === "park") {
-              bus.notify(m.queue, m.outcome.runAt)
-              // A wait already over (its children ended, its signal came) was made due now.
-              if (m.outcome.wait.kind !== "sleep") bus.notify(m.queue, m.outcome.now)
-            }
-            if (exit.value[j] && (m.outcome.parentId ?? null) !== null) childAt = m.outcome.now
-          }
-          if (childAt !== null) bus.notifyEvery(childAt)
+          // After the sync, like every wake: a retry claimed again before the follow-up of its
+          // last attempt ran would meet that attempt's slot still in the pool.
+          wakeAfterOutcomes(finishes, exit.value)
+          for (const [j, m] of finishes.entries()) if (exit.value[j]) bus.notifyOutcome(m.outcome.id)
           for (const [j, m] of finishes.entries()) yield* followUp(m, Exit.succeed(exit.value[j] ?? false))
         } else {
           const failed = Exit.failCause(exit.cause)
@@ -101,6 +94,90 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
         }
       }
     })
+
+  /** Wakes the Dispatchers of the new rows the hand-off did not start. */
+  const wakeAfterInserts = (inserts: ReadonlyArray<Extract<Message, { _tag: "Insert" }>>, { results, started }: InsertStarted) => {
+    const due = new Map<string, number>()
+    let j = 0
+    for (const m of inserts) {
+      for (const r of m.rows) {
+        if (!started[j] && (results[j]?.inserted || results[j]?.replaced)) due.set(r.queue, Math.min(due.get(r.queue) ?? Infinity, r.runAt))
+        j++
+      }
+    }
+    for (const [queue, at] of due) bus.notify(queue, at)
+  }
+
+  /** Wakes the Dispatchers of what committed outcomes made due (a retry, a wait, a child's parent). */
+  const wakeAfterOutcomes = (finishes: ReadonlyArray<Extract<Message, { _tag: "Finish" }>>, applied: ReadonlyArray<boolean>) => {
+    // A child's end may have made its parent due, on a queue not known here: one wake-up per batch.
+    let childAt: number | null = null
+    for (const [j, m] of finishes.entries()) {
+      if (!applied[j]) continue
+      if (m.outcome.kind === "retry") bus.notify(m.queue, m.outcome.runAt)
+      if (m.outcome.kind === "park") {
+        bus.notify(m.queue, m.outcome.runAt)
+        // A wait already over (its children ended, its signal came) was made due now.
+        if (m.outcome.wait.kind !== "sleep") bus.notify(m.queue, m.outcome.now)
+      }
+      if ((m.outcome.parentId ?? null) !== null) childAt = m.outcome.now
+    }
+    if (childAt !== null) bus.notifyEvery(childAt)
+  }
+
+  type Reserved = { readonly slot: HandoffSlot; readonly now: number } | null
+
+  /**
+   * The hand-off (docs/queues.md, "Hand-off"): a slot of an idle in-process worker for
+   * each new row that could start at once — no idempotency or dedupe key (those may not
+   * insert), due now. A queue that had no free slot for one row gets none for the next.
+   */
+  const reserveSlots = (rows: ReadonlyArray<InsertRequest>) =>
+    Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const full = new Set<string>()
+      const slots: Array<Reserved> = []
+      for (const r of rows) {
+        let slot: HandoffSlot | null = null
+        if (r.idempotencyKey === null && (r.dedupeKey ?? null) === null && r.runAt <= now && !full.has(r.queue)) {
+          slot = yield* bus.reserveHandoff(r.queue, r.job)
+          if (slot === null) full.add(r.queue)
+        }
+        slots.push(slot === null ? null : { slot, now })
+      }
+      return slots
+    })
+
+  /**
+   * Commits the enqueues of a batch (deferred: the caller syncs), with the slots reserved
+   * for them: runs each row the hand-off started on its slot, gives every other slot back
+   * (also when the insert fails or the fiber dies mid-way). Returns each row's result,
+   * and the rows it started.
+   */
+  const insertAll = (inserts: ReadonlyArray<Extract<Message, { _tag: "Insert" }>>) => {
+    const rows = inserts.flatMap((m) => m.rows)
+    const pending = new Set<HandoffSlot>()
+    const giveBack = Effect.suspend(() => Effect.forEach([...pending], (slot) => (pending.delete(slot), slot.cancel), { discard: true }))
+    return Effect.gen(function*() {
+      const slots: ReadonlyArray<Reserved> = bus.hasHandoffs() ? yield* reserveSlots(rows) : []
+      for (const s of slots) if (s !== null) pending.add(s.slot)
+      const offers = rows.map((_, j) => {
+        const s = slots[j] ?? null
+        return s === null ? null : { workerId: s.slot.workerId, leaseMs: s.slot.leaseMs, now: s.now, jobs: s.slot.jobs }
+      })
+      const exit = yield* Effect.exit(store.executionsInsertStarting(rows, offers))
+      if (exit._tag === "Failure") return exit
+      const { started } = exit.value
+      for (const [j, s] of slots.entries()) {
+        const execution = started[j]
+        if (s === null || !execution) continue
+        pending.delete(s.slot)
+        yield* s.slot.start(execution)
+      }
+      yield* giveBack
+      return Exit.succeed(exit.value) as Exit.Exit<InsertStarted, StoreError>
+    }).pipe(Effect.onExit(() => giveBack))
+  }
 
   /**
    * Runs a caller's follow-up, once: a crash after some follow-ups ran (failAll) does not

@@ -61,8 +61,10 @@ export interface WorkerPool {
    * as the handler has ended — its outcome is then on its way to the Recorder — so the
    * Dispatcher can claim the next batch while this one commits; `settled` runs once its
    * outcome is recorded (or dropped), so the Dispatcher can bound what is unrecorded.
+   * The handler's fiber starts at once, unless `later` (then on the scheduler's next
+   * round: the Recorder's hand-off, whose callers' replies go first).
    */
-  readonly run: (execution: Execution, release: Effect.Effect<void>, settled?: Effect.Effect<void>) => Effect.Effect<void>
+  readonly run: (execution: Execution, release: Effect.Effect<void>, settled?: Effect.Effect<void>, later?: boolean) => Effect.Effect<void>
   /** Interrupts an in-flight execution for a reason; a no-op once it is recording. */
   readonly interrupt: (id: string, reason: InterruptReason) => Effect.Effect<void>
   /** Ids of executions whose handler is running (not yet recording). */
@@ -308,8 +310,10 @@ export const make = Effect.fnUntraced(function*(options: {
 
   // Resolved when the last slot ends (an outcome stored, or dropped): the pool is empty.
   let emptied: Deferred.Deferred<void> | undefined
-  const slotEnded = (id: string) => {
-    slots.delete(id)
+  // Only its own slot: a retry of the same execution may already run again (claimed while
+  // the last attempt's outcome was being synced) under a newer slot.
+  const slotEnded = (id: string, slot: Slot) => {
+    if (slots.get(id) === slot) slots.delete(id)
     if (slots.size === 0 && emptied !== undefined) {
       Deferred.doneUnsafe(emptied, Exit.void)
       emptied = undefined
@@ -317,16 +321,16 @@ export const make = Effect.fnUntraced(function*(options: {
   }
 
   const pool: WorkerPool = {
-    run: (execution, release, settled = Effect.void) =>
+    run: (execution, release, settled = Effect.void, later = false) =>
       Effect.suspend(() => {
         const slot: Slot = { reason: undefined, park: undefined, recording: false, submitted: false, fiber: undefined, deadline: Infinity }
         slots.set(execution.id, slot)
         let released = false
         const releaseOnce = Effect.suspend(() => (released ? Effect.void : ((released = true), release)))
-        const done = Effect.suspend(() => (slotEnded(execution.id), released ? settled : Effect.andThen(releaseOnce, settled)))
+        const done = Effect.suspend(() => (slotEnded(execution.id, slot), released ? settled : Effect.andThen(releaseOnce, settled)))
         // The fiber's end ends the slot too, unless its outcome is with the Recorder (which then does).
         const ended = Effect.suspend(() => (slot.submitted ? Effect.void : done))
-        return Effect.map(FiberSet.run(fibers)(Effect.ensuring(runOne(execution, slot, releaseOnce, done), ended)), (fiber) => {
+        return Effect.map(FiberSet.run(fibers, { startImmediately: !later })(Effect.ensuring(runOne(execution, slot, releaseOnce, done), ended)), (fiber) => {
           slot.fiber = fiber
         })
       }),

@@ -81,6 +81,36 @@ export interface InsertResult {
   readonly replaced?: boolean | undefined
 }
 
+/**
+ * An in-process worker's offer to start a new row at once, in the transaction that
+ * inserts it (Recorder.ts, "hand-off"): the row is leased to `workerId` as a claim would
+ * lease it, if it is new, due at `now`, its queue is not paused, and no due execution of
+ * `jobs` on its queue is ahead of it in claim order. Otherwise it stays queued.
+ */
+export interface StartOffer {
+  readonly workerId: string
+  readonly leaseMs: number
+  readonly now: number
+  /** The Jobs the offering worker runs on the row's queue. */
+  readonly jobs: ReadonlyArray<string>
+}
+
+/** What an insert with start offers did: each row's result, and the rows it started (null: not started). */
+export interface InsertStarted {
+  readonly results: ReadonlyArray<InsertResult>
+  readonly started: ReadonlyArray<Execution | null>
+}
+
+/** How a write is committed. */
+export interface WriteOptions {
+  /**
+   * Commit without waiting for the disk where the store can (SQLite at FULL): the write is
+   * visible, and safe from a crash of this process, but durable only after
+   * {@link Store.syncCommitted}, which the caller runs before it acknowledges it.
+   */
+  readonly deferSync?: boolean | undefined
+}
+
 /** Claim up to `limit` due executions of `queue` whose job is in `jobs`, in claim order. */
 export interface ClaimRequest {
   readonly queue: string
@@ -260,6 +290,16 @@ export class Store extends Context.Service<Store, {
   readonly migrate: Effect.Effect<void, StoreError>
   /** Inserts executions in one transaction; an existing (job, idempotency key) returns the existing id. */
   readonly executionsInsert: (rows: ReadonlyArray<InsertRequest>) => Effect.Effect<ReadonlyArray<InsertResult>, StoreError>
+  /**
+   * Inserts as {@link executionsInsert}, and in the same transaction starts each row whose
+   * `offers` entry is not null and whose {@link StartOffer} conditions hold. The SQLite
+   * store starts them; PostgreSQL starts none (its rows are claimed as usual).
+   * Its commit may be deferred (see {@link syncCommitted}): acknowledge only after that.
+   */
+  readonly executionsInsertStarting: (
+    rows: ReadonlyArray<InsertRequest>,
+    offers: ReadonlyArray<StartOffer | null>
+  ) => Effect.Effect<InsertStarted, StoreError>
   /** Claims due executions in claim order (priority DESC, run_at, then stored order: rowid on SQLite, id on PostgreSQL), leasing them to the worker; a paused queue gives none. */
   readonly executionsClaim: (req: ClaimRequest) => Effect.Effect<ReadonlyArray<Execution>, StoreError>
   /**
@@ -281,7 +321,14 @@ export class Store extends Context.Service<Store, {
    * Applies outcomes in one transaction; returns, for each, whether it was applied
    * (false: the lease was lost, or, for a Reaper's `expired` outcome, was renewed).
    */
-  readonly executionsFinish: (outcomes: ReadonlyArray<Outcome>) => Effect.Effect<ReadonlyArray<boolean>, StoreError>
+  readonly executionsFinish: (outcomes: ReadonlyArray<Outcome>, options?: WriteOptions) => Effect.Effect<ReadonlyArray<boolean>, StoreError>
+  /**
+   * Makes every write committed so far durable: after a deferred write (`deferSync`,
+   * {@link executionsInsertStarting}), the fsync its commit did not wait for — on SQLite
+   * at FULL, the WAL's fdatasync, off the JS thread (sqlite/WalSync.ts). A no-op where
+   * every commit is already durable when it returns (PostgreSQL, SQLite below FULL).
+   */
+  readonly syncCommitted: Effect.Effect<void, StoreError>
   /**
    * Extends the worker's leases on `ids` — the executions it still has in flight — or,
    * without `ids`, every lease it holds; reports which it still holds and which were

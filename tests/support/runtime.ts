@@ -40,12 +40,20 @@ export const runOnTestClock = <A, E>(
   return Effect.runPromise(Effect.scoped(Effect.provide(body, layer))).finally(() => rmSync(dir, { recursive: true, force: true }))
 }
 
-/** Lets other fibers run until `check` holds (no time passes); fails after many turns. */
+/**
+ * Lets other fibers run until `check` holds (no TestClock time passes); fails after
+ * `turns` turns and 10 s of real time both. Every 50th turn waits a real millisecond: the
+ * Recorder's fsync is real I/O (store/sqlite/WalSync.ts), which scheduler turns alone do
+ * not wait for.
+ */
 export const eventually = <E, R>(check: Effect.Effect<boolean, E, R>, what = "condition", turns = 2_000) =>
   Effect.gen(function*() {
-    for (let i = 0; i < turns; i++) {
+    const realDeadline = performance.now() + 10_000
+    for (let i = 0; ; i++) {
       if (yield* check) return
-      yield* Effect.yieldNow
+      if (i >= turns && performance.now() > realDeadline) break
+      if (i % 50 === 49) yield* Effect.promise(() => Bun.sleep(1))
+      else yield* Effect.yieldNow
     }
     return yield* Effect.die(new Error(`timed out waiting for ${what}`))
   })

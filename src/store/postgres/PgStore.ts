@@ -263,6 +263,11 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
   return Store.of({
     migrate: Effect.flatMap(Clock.currentTimeMillis, (now) => op("migrate", Effect.asVoid(applyMigrations(sql, { now })))),
     executionsInsert: (rows) => (rows.length === 0 ? Effect.succeed([]) : insertRetrying(rows)),
+    // No hand-off here: the rows are claimed as usual (docs/queues.md, "Hand-off"); each
+    // commit is durable when it returns, so nothing is deferred (syncCommitted: no-op).
+    executionsInsertStarting: (rows) =>
+      Effect.map(rows.length === 0 ? Effect.succeed([]) : insertRetrying(rows), (results) => ({ results, started: rows.map(() => null) })),
+    syncCommitted: Effect.void,
     executionsClaim: (req) => (claimsNothing(req) ? Effect.succeed([]) : op("claim executions", claim(req))),
     executionsClaimLimited: (req) => (claimsNothing(req) ? Effect.succeed({ executions: [], retryAt: null }) : op("claim executions", claimWithin(req))),
     executionsInsertChild: (req) => op("insert child execution", sql.withTransaction(orchestration.insertChild(req))),

@@ -12,7 +12,7 @@ import { Clock, Effect, Layer } from "effect"
 import type { ExecutionState, LogDrops, LogLine } from "../Execution.ts"
 import { type AttemptRow, type ExecutionRow, type LogDropsRow, type LogRow, type StepRow, toAttempt, toExecution, toLogDrops, toLogLine, toStep } from "../ExecutionRow.ts"
 import { attemptOutcomeOf, cancelOf, claimsNothing, countsOf, endedAttemptOutcome, errorTextOf, expiredBeforeOf, filterClauses, pageLimit, pruneLimit, withSucceededAttempt } from "../ExecutionRules.ts"
-import type { CancelResult, ExecutionFilter, InsertRequest, InsertResult, Outcome } from "../Store.ts"
+import type { CancelResult, ExecutionFilter, InsertRequest, InsertResult, InsertStarted, Outcome, StartOffer } from "../Store.ts"
 import { Store, StoreError, type StoreErrorReason } from "../Store.ts"
 import { makeSqliteFlow } from "./SqliteFlowClaim.ts"
 import { makeSqliteOrchestration } from "./SqliteOrchestration.ts"
@@ -23,6 +23,7 @@ import { makeSqliteStats } from "./SqliteStats.ts"
 import { makeSqliteWorkers } from "./SqliteWorkers.ts"
 import { applyMigrations, openDatabase, type SqliteOptions } from "./SqliteConnection.ts"
 import { isWatchable, nextWrite } from "./FileEvents.ts"
+import { makeWalSync } from "./WalSync.ts"
 
 /** How long the change watch keeps reading every pollMs after a file moved or data_version changed. */
 const watchHotMs = 250
@@ -143,6 +144,9 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
       db.run("PRAGMA synchronous = FULL")
     }
   }
+  // Deferred writes (Store.WriteOptions) commit at NORMAL; syncCommitted fsyncs them.
+  const walSync = makeWalSync(db, configuredSync)
+  const deferrable = <A>(defer: boolean | undefined, f: () => A): A => (defer && walSync.enabled ? relaxed(f) : f())
   const { insertAll, insertOne } = makeStatements(db)
   const watchable = isWatchable(db.filename)
   const claim = db.query<ClaimedRow, [string, number, number, string, string, number]>(
@@ -277,6 +281,36 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
   )
 
   const insertMany = db.transaction(insertAll)
+  // A hand-off (Store.StartOffer): the new row is leased as a claim would lease it, unless
+  // its queue is paused or a due execution of the offering worker's Jobs is ahead of it in
+  // claim order (that one is the Dispatcher's to claim first).
+  const startInserted = db.query<ClaimedRow, [string, number, number, string, string]>(
+    `UPDATE roster_executions AS e
+        SET state = 'running', attempt = attempt + 1, lease_owner = ?1, lease_expires_at = ?2, started_at = ?3
+      WHERE e.id = ?4 AND e.state = 'queued' AND e.run_at <= ?3
+        AND NOT EXISTS (SELECT 1 FROM roster_queues WHERE name = e.queue AND paused)
+        AND NOT EXISTS (
+          SELECT 1 FROM roster_executions AS o INDEXED BY roster_executions_claim
+           WHERE o.state IN ('queued','waiting') AND o.queue = e.queue AND o.run_at <= ?3 AND o.rowid <> e.rowid
+             AND o.job IN (SELECT value FROM json_each(?5))
+             AND (o.priority > e.priority OR (o.priority = e.priority AND (o.run_at < e.run_at OR (o.run_at = e.run_at AND o.rowid < e.rowid)))))
+      RETURNING rowid AS seq, *`
+  )
+  const offerJobs = new WeakMap<ReadonlyArray<string>, string>()
+  const jobsJson = (jobs: ReadonlyArray<string>): string => {
+    let text = offerJobs.get(jobs)
+    if (text === undefined) offerJobs.set(jobs, (text = JSON.stringify(jobs)))
+    return text
+  }
+  const insertStarting = db.transaction((rows: ReadonlyArray<InsertRequest>, offers: ReadonlyArray<StartOffer | null>): InsertStarted => {
+    const results = insertAll(rows)
+    const started = offers.map((o, i) => {
+      if (o === null || !results[i]!.inserted) return null
+      const row = startInserted.get(o.workerId, o.now + o.leaseMs, o.now, rows[i]!.id, jobsJson(o.jobs))
+      return row === null ? null : toExecution(row)
+    })
+    return { results, started }
+  })
   const orchestration = makeSqliteOrchestration(db, insertOne)
 
   /** Applies one outcome other than a success, and writes its attempt row (ExecutionRules). */
@@ -331,13 +365,17 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
   return Store.of({
     migrate: Effect.flatMap(Clock.currentTimeMillis, (now) => attempt("migrate", () => void applyMigrations(db, now))),
     executionsInsert: (rows) => attempt("insert executions", () => (rows.length === 0 ? [] : insertMany.immediate(rows))),
+    executionsInsertStarting: (rows, offers) =>
+      attempt("insert executions", () => (rows.length === 0 ? { results: [], started: [] } : deferrable(true, () => insertStarting.immediate(rows, offers)))),
     executionsClaim: (req) =>
       attempt("claim executions", () => {
         if (claimsNothing(req)) return []
         const rows = relaxed(() => claim.all(req.workerId, req.now + req.leaseMs, req.now, req.queue, JSON.stringify(req.jobs), req.limit))
         return rows.sort(byRowClaimOrder).map(toExecution)
       }),
-    executionsFinish: (outcomes) => attempt("record outcomes", () => (outcomes.length === 0 ? [] : finishMany.immediate(outcomes))),
+    executionsFinish: (outcomes, options) =>
+      attempt("record outcomes", () => (outcomes.length === 0 ? [] : deferrable(options?.deferSync, () => finishMany.immediate(outcomes)))),
+    syncCommitted: Effect.mapError(walSync.sync, (cause) => toStoreError("sync the WAL to disk", cause)),
     executionsHeartbeat: (req) =>
       attempt("heartbeat", () => ({
         held: relaxed(() => heartbeat.all(req.now + req.leaseMs, req.workerId, req.ids === undefined ? null : JSON.stringify(req.ids))).map((r) => ({
