@@ -48,7 +48,7 @@ export interface Recorder {
 
 const stopped = new StoreError({ message: "the recorder has stopped (the runtime is shutting down)" })
 
-const deferSync = { deferSync: true } as const
+const startedNone = (results: ReadonlyArray<InsertResult>): InsertStarted => ({ results, started: [] })
 
 /** Messages that may wait in the Recorder's mailbox before producers wait for room. */
 export const capacity = 10_000
@@ -58,21 +58,12 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
   const store = yield* Store
   const mailbox = yield* Queue.bounded<Message, Cause.Done>(capacity)
 
-  /**
-   * One batch: its enqueues and its outcomes are committed without waiting for the disk
-   * (Store.WriteOptions.deferSync), then one fsync makes both durable (syncCommitted), and
-   * only then are callers answered, Dispatchers woken and follow-ups run. Until then the
-   * thread is free: the handlers the hand-off started run, and so does everything else.
-   */
   const commit = (batch: ReadonlyArray<Message>) =>
     Effect.gen(function*() {
       const inserts = batch.filter((m): m is Extract<Message, { _tag: "Insert" }> => m._tag === "Insert")
       const finishes = batch.filter((m): m is Extract<Message, { _tag: "Finish" }> => m._tag === "Finish")
-      const inserted = inserts.length > 0 ? yield* insertAll(inserts) : null
-      const finished = finishes.length > 0 ? yield* Effect.exit(store.executionsFinish(finishes.map((m) => m.outcome), deferSync)) : null
-      const synced = inserted?._tag === "Success" || finished?._tag === "Success" ? yield* Effect.exit(store.syncCommitted) : Exit.void
-      if (inserted !== null) {
-        const exit = synced._tag === "Failure" ? Exit.failCause(synced.cause) : inserted
+      if (inserts.length > 0) {
+        const exit = yield* insertAll(inserts)
         let i = 0
         for (const m of inserts) {
           Deferred.doneUnsafe(m.reply, exit._tag === "Success" ? Exit.succeed(exit.value.results.slice(i, i + m.rows.length)) : Exit.failCause(exit.cause))
@@ -80,11 +71,9 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
         }
         if (exit._tag === "Success") wakeAfterInserts(inserts, exit.value)
       }
-      if (finished !== null) {
-        const exit = synced._tag === "Failure" ? Exit.failCause(synced.cause) : finished
+      if (finishes.length > 0) {
+        const exit = yield* Effect.exit(store.executionsFinish(finishes.map((m) => m.outcome)))
         if (exit._tag === "Success") {
-          // After the sync, like every wake: a retry claimed again before the follow-up of its
-          // last attempt ran would meet that attempt's slot still in the pool.
           wakeAfterOutcomes(finishes, exit.value)
           for (const [j, m] of finishes.entries()) if (exit.value[j]) bus.notifyOutcome(m.outcome.id)
           for (const [j, m] of finishes.entries()) yield* followUp(m, Exit.succeed(exit.value[j] ?? false))
@@ -149,22 +138,23 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
     })
 
   /**
-   * Commits the enqueues of a batch (deferred: the caller syncs), with the slots reserved
-   * for them: runs each row the hand-off started on its slot, gives every other slot back
-   * (also when the insert fails or the fiber dies mid-way). Returns each row's result,
-   * and the rows it started.
+   * Commits the enqueues of a batch. Without a reserved slot, one durable insert. With
+   * some (the hand-off), the insert starts what it can (Store.executionsInsertStarting),
+   * committed without waiting for the disk; each started row runs on its slot — its
+   * handler on the scheduler's next turn — while the WAL's fsync runs off this thread
+   * (Store.syncCommitted), and only that makes the batch's result a success. Every slot
+   * not used is given back, also when the insert fails or the fiber dies mid-way.
    */
-  const insertAll = (inserts: ReadonlyArray<Extract<Message, { _tag: "Insert" }>>) => {
+  const insertAll = (inserts: ReadonlyArray<Extract<Message, { _tag: "Insert" }>>): Effect.Effect<Exit.Exit<InsertStarted, StoreError>> => {
     const rows = inserts.flatMap((m) => m.rows)
+    if (!bus.hasHandoffs()) return Effect.exit(Effect.map(store.executionsInsert(rows), startedNone))
     const pending = new Set<HandoffSlot>()
     const giveBack = Effect.suspend(() => Effect.forEach([...pending], (slot) => (pending.delete(slot), slot.cancel), { discard: true }))
     return Effect.gen(function*() {
       const slots: ReadonlyArray<Reserved> = bus.hasHandoffs() ? yield* reserveSlots(rows) : []
       for (const s of slots) if (s !== null) pending.add(s.slot)
-      const offers = rows.map((_, j) => {
-        const s = slots[j] ?? null
-        return s === null ? null : { workerId: s.slot.workerId, leaseMs: s.slot.leaseMs, now: s.now, jobs: s.slot.jobs }
-      })
+      if (pending.size === 0) return yield* Effect.exit(Effect.map(store.executionsInsert(rows), startedNone))
+      const offers = slots.map((s) => (s === null ? null : { workerId: s.slot.workerId, leaseMs: s.slot.leaseMs, now: s.now, jobs: s.slot.jobs }))
       const exit = yield* Effect.exit(store.executionsInsertStarting(rows, offers))
       if (exit._tag === "Failure") return exit
       const { started } = exit.value
@@ -175,7 +165,10 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
         yield* s.slot.start(execution)
       }
       yield* giveBack
-      return Exit.succeed(exit.value) as Exit.Exit<InsertStarted, StoreError>
+      // A failed fsync: the rows are committed (and may run) but not known durable — the
+      // callers get the StoreError, as for a commit whose end was not seen.
+      const synced = yield* Effect.exit(store.syncCommitted)
+      return synced._tag === "Success" ? exit : Exit.failCause(synced.cause)
     }).pipe(Effect.onExit(() => giveBack))
   }
 

@@ -101,16 +101,6 @@ export interface InsertStarted {
   readonly started: ReadonlyArray<Execution | null>
 }
 
-/** How a write is committed. */
-export interface WriteOptions {
-  /**
-   * Commit without waiting for the disk where the store can (SQLite at FULL): the write is
-   * visible, and safe from a crash of this process, but durable only after
-   * {@link Store.syncCommitted}, which the caller runs before it acknowledges it.
-   */
-  readonly deferSync?: boolean | undefined
-}
-
 /** Claim up to `limit` due executions of `queue` whose job is in `jobs`, in claim order. */
 export interface ClaimRequest {
   readonly queue: string
@@ -294,7 +284,7 @@ export class Store extends Context.Service<Store, {
    * Inserts as {@link executionsInsert}, and in the same transaction starts each row whose
    * `offers` entry is not null and whose {@link StartOffer} conditions hold. The SQLite
    * store starts them; PostgreSQL starts none (its rows are claimed as usual).
-   * Its commit may be deferred (see {@link syncCommitted}): acknowledge only after that.
+   * Its commit does not wait for the disk (see {@link syncCommitted}): acknowledge only after that.
    */
   readonly executionsInsertStarting: (
     rows: ReadonlyArray<InsertRequest>,
@@ -321,12 +311,13 @@ export class Store extends Context.Service<Store, {
    * Applies outcomes in one transaction; returns, for each, whether it was applied
    * (false: the lease was lost, or, for a Reaper's `expired` outcome, was renewed).
    */
-  readonly executionsFinish: (outcomes: ReadonlyArray<Outcome>, options?: WriteOptions) => Effect.Effect<ReadonlyArray<boolean>, StoreError>
+  readonly executionsFinish: (outcomes: ReadonlyArray<Outcome>) => Effect.Effect<ReadonlyArray<boolean>, StoreError>
   /**
-   * Makes every write committed so far durable: after a deferred write (`deferSync`,
-   * {@link executionsInsertStarting}), the fsync its commit did not wait for — on SQLite
-   * at FULL, the WAL's fdatasync, off the JS thread (sqlite/WalSync.ts). A no-op where
-   * every commit is already durable when it returns (PostgreSQL, SQLite below FULL).
+   * Makes every write committed so far durable: after {@link executionsInsertStarting},
+   * the fsync its commit did not wait for — on SQLite at FULL the WAL's fdatasync, off
+   * the JS thread, so that the handlers it started run meanwhile (sqlite/WalSync.ts). A
+   * no-op where every commit is already durable when it returns (PostgreSQL, SQLite below
+   * FULL).
    */
   readonly syncCommitted: Effect.Effect<void, StoreError>
   /**

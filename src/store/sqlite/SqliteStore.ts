@@ -144,9 +144,8 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
       db.run("PRAGMA synchronous = FULL")
     }
   }
-  // Deferred writes (Store.WriteOptions) commit at NORMAL; syncCommitted fsyncs them.
+  // The hand-off's insert commits at NORMAL; syncCommitted fsyncs it (WalSync.ts).
   const walSync = makeWalSync(db, configuredSync)
-  const deferrable = <A>(defer: boolean | undefined, f: () => A): A => (defer && walSync.enabled ? relaxed(f) : f())
   const { insertAll, insertOne } = makeStatements(db)
   const watchable = isWatchable(db.filename)
   const claim = db.query<ClaimedRow, [string, number, number, string, string, number]>(
@@ -366,15 +365,14 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
     migrate: Effect.flatMap(Clock.currentTimeMillis, (now) => attempt("migrate", () => void applyMigrations(db, now))),
     executionsInsert: (rows) => attempt("insert executions", () => (rows.length === 0 ? [] : insertMany.immediate(rows))),
     executionsInsertStarting: (rows, offers) =>
-      attempt("insert executions", () => (rows.length === 0 ? { results: [], started: [] } : deferrable(true, () => insertStarting.immediate(rows, offers)))),
+      attempt("insert executions", () => (rows.length === 0 ? { results: [], started: [] } : (walSync.enabled ? relaxed(() => insertStarting.immediate(rows, offers)) : insertStarting.immediate(rows, offers)))),
     executionsClaim: (req) =>
       attempt("claim executions", () => {
         if (claimsNothing(req)) return []
         const rows = relaxed(() => claim.all(req.workerId, req.now + req.leaseMs, req.now, req.queue, JSON.stringify(req.jobs), req.limit))
         return rows.sort(byRowClaimOrder).map(toExecution)
       }),
-    executionsFinish: (outcomes, options) =>
-      attempt("record outcomes", () => (outcomes.length === 0 ? [] : deferrable(options?.deferSync, () => finishMany.immediate(outcomes)))),
+    executionsFinish: (outcomes) => attempt("record outcomes", () => (outcomes.length === 0 ? [] : finishMany.immediate(outcomes))),
     syncCommitted: Effect.mapError(walSync.sync, (cause) => toStoreError("sync the WAL to disk", cause)),
     executionsHeartbeat: (req) =>
       attempt("heartbeat", () => ({
