@@ -48,6 +48,9 @@ export interface Recorder {
 
 const stopped = new StoreError({ message: "the recorder has stopped (the runtime is shutting down)" })
 
+/** Resumes after the tasks and microtasks queued now have run (a promise's `then` included). */
+const nextMacrotask = Effect.callback<void>((resume) => void setImmediate(() => resume(Effect.void)))
+
 const startedNone = (results: ReadonlyArray<InsertResult>): InsertStarted => ({ results, started: [] })
 
 /** Messages that may wait in the Recorder's mailbox before producers wait for room. */
@@ -70,6 +73,10 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
           i += m.rows.length
         }
         if (exit._tag === "Success") wakeAfterInserts(inserts, exit.value)
+        // The handlers it started ran during the fsync: their outcomes are already in the
+        // mailbox, and committing them now (a FULL commit, on this thread) would hold back
+        // the answers just given. One macrotask lets the callers see them first.
+        if (exit._tag === "Success" && exit.value.started.some((e) => e !== null)) yield* nextMacrotask
       }
       if (finishes.length > 0) {
         const exit = yield* Effect.exit(store.executionsFinish(finishes.map((m) => m.outcome)))
