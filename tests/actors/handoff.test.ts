@@ -107,3 +107,40 @@ describe("the hand-off", () => {
     expect(result.whilePaused).toBe("queued")
   })
 })
+
+describe("the hand-off, through the Promise API on the real clock", () => {
+  test("an enqueue's answer comes before the outcome of the job it started is written", async () => {
+    const { Roster } = await import("../../src/index.ts")
+    const { Database } = await import("bun:sqlite")
+    const { mkdtempSync, rmSync } = await import("node:fs")
+    const { tmpdir } = await import("node:os")
+    const { join } = await import("node:path")
+    const dir = mkdtempSync(join(tmpdir(), "roster-handoff-"))
+    let started = 0
+    const quick = Job.make({ id: "t/quick", payload: Schema.Struct({ i: Schema.Number }), handler: () => Effect.sync(() => void started++) })
+    const roster = await Roster.open({ db: join(dir, "roster.db"), jobs: [quick] }, { configDir: false, logger: { output: "off" } })
+    const reader = new Database(join(dir, "roster.db"), { readonly: true })
+    try {
+      await roster.startWorker({})
+      // A Dispatcher offers hand-offs from its first claim on; this run follows that claim.
+      await roster.waitFor((await roster.enqueue(quick, { i: -1 })).id)
+      const seen: Array<{ state: string; startedBefore: boolean }> = []
+      for (let i = 0; i < 20; i++) {
+        const before = started
+        const state = await roster.enqueue(quick, { i }).then(({ id }) =>
+          // Read at once, in the answer's own callback, on another connection.
+          (reader.query("SELECT state FROM roster_executions WHERE id = ?").get(id) as { state: string }).state)
+        seen.push({ state, startedBefore: started > before })
+        await Bun.sleep(5)
+      }
+      // Handed off: started by the time the answer came, its success not yet written.
+      const handedOff = seen.filter((s) => s.startedBefore)
+      expect(handedOff.length).toBeGreaterThan(10)
+      expect(handedOff.every((s) => s.state === "running")).toBe(true)
+    } finally {
+      reader.close()
+      await roster.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
