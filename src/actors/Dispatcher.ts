@@ -112,9 +112,10 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
 
   // The hand-off (WakeBus.Handoff): while this Dispatcher claims, a new row of its Jobs
   // can start in the transaction that inserts it, on a free permit taken here. Only for
-  // a queue without limits across workers (a limited start is the limited claim's to decide).
+  // a queue without limits across workers (a limited start is the limited claim's to decide),
+  // on a store that can start a row in its insert (SQLite).
   let claiming = false
-  if (limits === null) {
+  if (limits === null && store.startsOnInsert) {
     const slotFree = Effect.gen(function*() {
       if (!claiming || !(yield* semaphore.takeIfAvailable(1))) return null
       if (!(yield* unrecorded.takeIfAvailable(1))) return yield* Effect.as(semaphore.release(1), null)

@@ -280,6 +280,8 @@ export class Store extends Context.Service<Store, {
   readonly migrate: Effect.Effect<void, StoreError>
   /** Inserts executions in one transaction; an existing (job, idempotency key) returns the existing id. */
   readonly executionsInsert: (rows: ReadonlyArray<InsertRequest>) => Effect.Effect<ReadonlyArray<InsertResult>, StoreError>
+  /** Whether {@link executionsInsertStarting} can start rows (SQLite); a worker offers hand-offs only then. */
+  readonly startsOnInsert: boolean
   /**
    * Inserts as {@link executionsInsert}, and in the same transaction starts each row whose
    * `offers` entry is not null and whose {@link StartOffer} conditions hold. The SQLite

@@ -265,6 +265,7 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
     executionsInsert: (rows) => (rows.length === 0 ? Effect.succeed([]) : insertRetrying(rows)),
     // No hand-off here: the rows are claimed as usual (docs/queues.md, "Hand-off"); each
     // commit is durable when it returns, so nothing is deferred (syncCommitted: no-op).
+    startsOnInsert: false,
     executionsInsertStarting: (rows) =>
       Effect.map(rows.length === 0 ? Effect.succeed([]) : insertRetrying(rows), (results) => ({ results, started: rows.map(() => null) })),
     syncCommitted: Effect.void,
