@@ -5,7 +5,8 @@
  */
 import { describe, expect, test } from "bun:test"
 import { runsTableSql } from "../fixtures/apps/probe/jobs.ts"
-import { attemptsCte, ndjson, parseJsonOutput, tail, useScratch, waitFor, workerIdOf } from "../support/processes.ts"
+import { join } from "node:path"
+import { attemptsCte, bunBinary, ndjson, parseJsonOutput, repoRoot, tail, useScratch, waitFor, workerIdOf } from "../support/processes.ts"
 
 const scratch = useScratch()
 
@@ -99,5 +100,36 @@ describe("crash recovery", () => {
     expect(s.count(`${attemptsCte} SELECT COUNT(*) FROM attempts WHERE execution_id NOT IN (${placeholders})`, ...heldIds)).toBe(total - heldIds.size)
     expect(s.count(`SELECT COUNT(*) FROM runs WHERE execution_id NOT IN (${placeholders})`, ...heldIds)).toBe(total - heldIds.size)
     expect(s.count(`SELECT COUNT(DISTINCT execution_id) FROM runs`)).toBe(total)
+  }, 90_000)
+})
+
+describe("the hand-off across a crash", () => {
+  test("executions an app's own idle worker started in their insert, then killed with kill -9, are recovered by another worker, none lost", async () => {
+    const s = scratch()
+    expect((await s.run(["migrate"])).code).toBe(0)
+    s.sqlite().run(runsTableSql)
+    const total = 10
+    const app = Bun.spawn([bunBinary, join(repoRoot, "tests/fixtures/scripts/handoff-and-die.ts"), s.db, String(total)], {
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...process.env, ROSTER_DB: s.db }
+    })
+    const [out, err] = await Promise.all([new Response(app.stdout).text(), new Response(app.stderr).text()])
+    await app.exited
+    expect(app.signalCode, tail(err)).toBe("SIGKILL")
+    const acknowledged = out.trim().split("\n").filter((l) => l.length > 0)
+    expect(acknowledged).toHaveLength(total)
+    const ids = acknowledged.map(() => "?").join(", ")
+    // Each acknowledged one was running in the app when it died, its handler begun.
+    expect(s.count(`SELECT COUNT(*) FROM roster_executions WHERE state = 'running' AND attempt = 1 AND id IN (${ids})`, ...acknowledged)).toBe(total)
+    expect(s.count(`SELECT COUNT(DISTINCT execution_id) FROM runs WHERE attempt = 1 AND execution_id IN (${ids})`, ...acknowledged)).toBe(total)
+
+    const b = s.spawn(["worker"], { env: leaseEnv })
+    await waitFor("every acknowledged execution to succeed on the second worker", () =>
+      s.count(`SELECT COUNT(*) FROM roster_executions WHERE state = 'succeeded' AND id IN (${ids})`, ...acknowledged) === total, { timeoutMs: 30_000 })
+    const outcomes = s.all<{ outcome: string }>(`${attemptsCte} SELECT outcome FROM attempts WHERE execution_id IN (${ids}) ORDER BY execution_id, attempt`, ...acknowledged)
+    expect(outcomes.map((o) => o.outcome)).toEqual(acknowledged.flatMap(() => ["lease_expired", "succeeded"]))
+    b.kill("SIGTERM")
+    expect((await b.wait()).code).toBe(0)
   }, 90_000)
 })
