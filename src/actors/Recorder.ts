@@ -6,7 +6,10 @@
  * next batch accumulates, so the cost of an fsync is shared by everyone waiting.
  *
  * After a commit it notifies the in-process Dispatchers of newly due work, and the
- * in-process waiters of each execution whose outcome it wrote. On scope
+ * in-process waiters of each execution whose outcome it wrote. An enqueue that an idle
+ * in-process worker can take at once it starts in the insert itself (the hand-off,
+ * docs/queues.md): no wake-up and no claim, and the insert's fsync runs off the JS thread
+ * while that handler starts; the caller is answered once it is durable. On scope
  * close it stops taking new messages and drains what is already in the mailbox.
  *
  * Its mailbox is bounded ({@link capacity} messages): a producer that outruns the
@@ -158,7 +161,7 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
     const pending = new Set<HandoffSlot>()
     const giveBack = Effect.suspend(() => Effect.forEach([...pending], (slot) => (pending.delete(slot), slot.cancel), { discard: true }))
     return Effect.gen(function*() {
-      const slots: ReadonlyArray<Reserved> = bus.hasHandoffs() ? yield* reserveSlots(rows) : []
+      const slots = yield* reserveSlots(rows)
       for (const s of slots) if (s !== null) pending.add(s.slot)
       if (pending.size === 0) return yield* Effect.exit(Effect.map(store.executionsInsert(rows), startedNone))
       const offers = slots.map((s) => (s === null ? null : { workerId: s.slot.workerId, leaseMs: s.slot.leaseMs, now: s.now, jobs: s.slot.jobs }))

@@ -310,8 +310,8 @@ export const make = Effect.fnUntraced(function*(options: {
 
   // Resolved when the last slot ends (an outcome stored, or dropped): the pool is empty.
   let emptied: Deferred.Deferred<void> | undefined
-  // Only its own slot: a retry of the same execution may already run again (claimed while
-  // the last attempt's outcome was being synced) under a newer slot.
+  // Only its own slot: should a retry of the same execution run again before the last
+  // attempt's follow-up has ended that attempt's slot, the newer slot is the retry's.
   const slotEnded = (id: string, slot: Slot) => {
     if (slots.get(id) === slot) slots.delete(id)
     if (slots.size === 0 && emptied !== undefined) {
