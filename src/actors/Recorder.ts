@@ -124,25 +124,22 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
     if (childAt !== null) bus.notifyEvery(childAt)
   }
 
-  type Reserved = { readonly slot: HandoffSlot; readonly now: number } | null
-
   /**
    * The hand-off (docs/queues.md, "Hand-off"): a slot of an idle in-process worker for
    * each new row that could start at once — no idempotency or dedupe key (those may not
-   * insert), due now. A queue that had no free slot for one row gets none for the next.
+   * insert), due `now`. A queue that had no free slot for one row gets none for the next.
    */
-  const reserveSlots = (rows: ReadonlyArray<InsertRequest>) =>
+  const reserveSlots = (rows: ReadonlyArray<InsertRequest>, now: number) =>
     Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
       const full = new Set<string>()
-      const slots: Array<Reserved> = []
+      const slots: Array<HandoffSlot | null> = []
       for (const r of rows) {
         let slot: HandoffSlot | null = null
         if (r.idempotencyKey === null && (r.dedupeKey ?? null) === null && r.runAt <= now && !full.has(r.queue)) {
           slot = yield* bus.reserveHandoff(r.queue, r.job)
           if (slot === null) full.add(r.queue)
         }
-        slots.push(slot === null ? null : { slot, now })
+        slots.push(slot)
       }
       return slots
     })
@@ -161,18 +158,19 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
     const pending = new Set<HandoffSlot>()
     const giveBack = Effect.suspend(() => Effect.forEach([...pending], (slot) => (pending.delete(slot), slot.cancel), { discard: true }))
     return Effect.gen(function*() {
-      const slots = yield* reserveSlots(rows)
-      for (const s of slots) if (s !== null) pending.add(s.slot)
+      const now = yield* Clock.currentTimeMillis
+      const slots = yield* reserveSlots(rows, now)
+      for (const s of slots) if (s !== null) pending.add(s)
       if (pending.size === 0) return yield* Effect.exit(Effect.map(store.executionsInsert(rows), startedNone))
-      const offers = slots.map((s) => (s === null ? null : { workerId: s.slot.workerId, leaseMs: s.slot.leaseMs, now: s.now, jobs: s.slot.jobs }))
+      const offers = slots.map((s) => (s === null ? null : { workerId: s.workerId, leaseMs: s.leaseMs, now, jobs: s.jobs }))
       const exit = yield* Effect.exit(store.executionsInsertStarting(rows, offers))
       if (exit._tag === "Failure") return exit
       const { started } = exit.value
       for (const [j, s] of slots.entries()) {
         const execution = started[j]
         if (s === null || !execution) continue
-        pending.delete(s.slot)
-        yield* s.slot.start(execution)
+        pending.delete(s)
+        yield* s.start(execution)
       }
       yield* giveBack
       // A failed fsync: the rows are committed (and may run) but not known durable — the

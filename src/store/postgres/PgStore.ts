@@ -30,7 +30,7 @@ import type { ExecutionState, LogDrops, LogLine } from "../Execution.ts"
 import { type AttemptRow, byClaimOrder, type ExecutionRow, type LogDropsRow, type LogRow, type StepRow, toAttempt, toExecution, toLogDrops, toLogLine, toStep } from "../ExecutionRow.ts"
 import { attemptOutcomeOf, cancelOf, claimsNothing, countsOf, errorTextOf, expiredBeforeOf, filterClauses, pageLimit, pruneLimit, withSucceededAttempt } from "../ExecutionRules.ts"
 import { ScheduleStore } from "../ScheduleStore.ts"
-import type { ExecutionFilter, LimitedClaimRequest, Outcome } from "../Store.ts"
+import type { ExecutionFilter, InsertRequest, LimitedClaimRequest, Outcome } from "../Store.ts"
 import { claimLimited, readHeldBack, readQueueFlow } from "./PgFlowClaim.ts"
 import { makePgOrchestration } from "./PgOrchestration.ts"
 import { Store, StoreError } from "../Store.ts"
@@ -260,14 +260,14 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
     return op("insert executions", Effect.suspend(() => insertExecutions(sql, rows, { origin, ownIdsMayExist: tries++ > 0 })))
   }
 
+  const insert = (rows: ReadonlyArray<InsertRequest>) => (rows.length === 0 ? Effect.succeed([]) : insertRetrying(rows))
   return Store.of({
     migrate: Effect.flatMap(Clock.currentTimeMillis, (now) => op("migrate", Effect.asVoid(applyMigrations(sql, { now })))),
-    executionsInsert: (rows) => (rows.length === 0 ? Effect.succeed([]) : insertRetrying(rows)),
+    executionsInsert: insert,
     // No hand-off here: the rows are claimed as usual (docs/queues.md, "Hand-off"); each
     // commit is durable when it returns, so nothing is deferred (syncCommitted: no-op).
     startsOnInsert: false,
-    executionsInsertStarting: (rows) =>
-      Effect.map(rows.length === 0 ? Effect.succeed([]) : insertRetrying(rows), (results) => ({ results, started: rows.map(() => null) })),
+    executionsInsertStarting: (rows) => Effect.map(insert(rows), (results) => ({ results, started: rows.map(() => null) })),
     syncCommitted: Effect.void,
     executionsClaim: (req) => (claimsNothing(req) ? Effect.succeed([]) : op("claim executions", claim(req))),
     executionsClaimLimited: (req) => (claimsNothing(req) ? Effect.succeed({ executions: [], retryAt: null }) : op("claim executions", claimWithin(req))),
