@@ -9,11 +9,10 @@
 import { Clock, Context, Effect, Exit, Layer, Metric } from "effect"
 import { Store } from "../store/Store.ts"
 
+const executionsOptions = { description: "attempts finished, by job, queue and outcome", incremental: true } as const
+
 /** Finished attempts, with attributes job, outcome and queue. */
-export const executions = Metric.counter("roster_executions_total", {
-  description: "attempts finished, by job, queue and outcome",
-  incremental: true
-})
+export const executions = Metric.counter("roster_executions_total", executionsOptions)
 
 /** Handler duration in milliseconds. */
 export const durations = Metric.histogram("roster_execution_duration_ms", {
@@ -27,11 +26,10 @@ export const leaseRecoveries = Metric.counter("roster_lease_recoveries_total", {
   incremental: true
 })
 
+const actorRestartsOptions = { description: "actor restarts after a crash", incremental: true } as const
+
 /** Actors restarted by supervise() after a crash, with attribute actor. */
-export const actorRestarts = Metric.counter("roster_actor_restarts_total", {
-  description: "actor restarts after a crash",
-  incremental: true
-})
+export const actorRestarts = Metric.counter("roster_actor_restarts_total", actorRestartsOptions)
 
 /** Handler log lines dropped because the LogSink was full. */
 export const droppedLogLines = Metric.counter("roster_dropped_log_lines_total", {
@@ -55,18 +53,25 @@ export const oldestDueAge = Metric.gauge("roster_queue_oldest_due_age_ms", {
 })
 
 /** Store operations, with attributes operation (the Store method) and outcome (ok | error). */
-export const storeOperations = Metric.counter("roster_store_operations_total", {
-  description: "store operations, by operation and outcome (ok, error)",
-  incremental: true
-})
+const storeOperationsOptions = { description: "store operations, by operation and outcome (ok, error)", incremental: true } as const
+export const storeOperations = Metric.counter("roster_store_operations_total", storeOperationsOptions)
 
 /** Store operation duration in milliseconds, with attribute operation. */
-export const storeDurations = Metric.histogram("roster_store_operation_duration_ms", {
+const storeDurationsOptions = {
   description: "store operation duration in milliseconds, by operation",
   boundaries: Metric.exponentialBoundaries({ start: 1, factor: 4, count: 8 })
-})
+} as const
+export const storeDurations = Metric.histogram("roster_store_operation_duration_ms", storeDurationsOptions)
 
-/** Attributed metrics are made once per series, not once per event. */
+/**
+ * Attributed metrics are made once per series, not once per event, and each series is
+ * its own Metric with its attributes built in (the same name, description and
+ * attributes, so the same series in the registry). Not `Metric.withAttributes`: it adds
+ * the attributes to the context on every update, so the series is keyed afresh each
+ * time (a sort and a JSON.stringify of the attributes, and a context copy, per update):
+ * for the finished-attempt counter that was measured at several µs a job in a drain
+ * (bench/RESULTS.md, thirteenth pass).
+ */
 const memo = <M>(make: (key: string) => M): (key: string) => M => {
   const cache = new Map<string, M>()
   return (key) => {
@@ -79,7 +84,7 @@ const memo = <M>(make: (key: string) => M): (key: string) => M => {
 const executionSeries = memo((key) => {
   const [job, queue, outcome] = key.split("\u0000") as [string, string, string]
   // Attributes in name order, so the exposition's labels read job, outcome, queue.
-  return Metric.withAttributes(executions, { job, outcome, queue })
+  return Metric.counter("roster_executions_total", { ...executionsOptions, attributes: { job, outcome, queue } })
 })
 
 /** One attempt finished with `outcome` (succeeded, retry, failed, cancelled, released, lost) after `ms` of handler time. */
@@ -95,7 +100,7 @@ export const attemptFinishedUnsafe = (context: Context.Context<never>, job: stri
 /** A Reaper recovered `n` expired leases. */
 export const leasesRecovered = (n: number): Effect.Effect<void> => (n > 0 ? Metric.update(leaseRecoveries, n) : Effect.void)
 
-const restartSeries = memo((actor) => Metric.withAttributes(actorRestarts, { actor }))
+const restartSeries = memo((actor) => Metric.counter("roster_actor_restarts_total", { ...actorRestartsOptions, attributes: { actor } }))
 
 /** supervise() restarted the actor `actor` after a crash. */
 export const actorRestarted = (actor: string): Effect.Effect<void> => Metric.update(restartSeries(actor), 1)
@@ -122,9 +127,9 @@ const untimed: ReadonlySet<string> = new Set(["watchChanges"])
 
 const storeSeries = memo((key) => {
   const [operation, outcome] = key.split("\u0000") as [string, string]
-  return Metric.withAttributes(storeOperations, { operation, outcome })
+  return Metric.counter("roster_store_operations_total", { ...storeOperationsOptions, attributes: { operation, outcome } })
 })
-const storeDurationSeries = memo((operation) => Metric.withAttributes(storeDurations, { operation }))
+const storeDurationSeries = memo((operation) => Metric.histogram("roster_store_operation_duration_ms", { ...storeDurationsOptions, attributes: { operation } }))
 
 const timed = <A, E, R>(operation: string, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.flatMap(Clock.currentTimeMillis, (start) =>
