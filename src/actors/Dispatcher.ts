@@ -23,6 +23,7 @@
  * a small random spread so workers waiting on one window do not all claim at once.
  */
 import { Clock, Deferred, Effect, Exit, Queue, Random, Semaphore } from "effect"
+import * as Permits from "./Permits.ts"
 import type { QueueConfig } from "../jobs/QueueConfig.ts"
 import { type ClaimLimits, hasLimits } from "../store/FlowRules.ts"
 import type { Execution } from "../store/Execution.ts"
@@ -58,7 +59,7 @@ const spreadMs = (limits: ClaimLimits): number => {
 export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
   const store = yield* Store
   const limits = hasLimits(options.limits) ? options.limits : null
-  const semaphore = yield* Semaphore.make(options.queue.concurrency)
+  const permits = Permits.make(options.queue.concurrency)
   const unrecorded = yield* Semaphore.make(options.queue.concurrency + Math.max(1, options.batchSize))
   const mailbox = yield* Queue.unbounded<number>()
   const unsubscribe = options.bus.subscribe(options.queue.name, (dueAt) => Queue.offerUnsafe(mailbox, dueAt))
@@ -92,13 +93,13 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
     ? Effect.asVoid(unrecorded.release(1))
     : Effect.andThen(unrecorded.release(1), Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => Queue.offerUnsafe(mailbox, now))))
 
-  const claimOnce = (permits: number, now: number): Effect.Effect<ReadonlyArray<Execution>, StoreError> => {
-    const req = { queue: options.queue.name, jobs: options.jobs, workerId: options.workerId, limit: permits, now, leaseMs: options.leaseMs }
+  const claimOnce = (limit: number, now: number): Effect.Effect<ReadonlyArray<Execution>, StoreError> => {
+    const req = { queue: options.queue.name, jobs: options.jobs, workerId: options.workerId, limit, now, leaseMs: options.leaseMs }
     if (limits === null) return store.executionsClaim(req)
     return Effect.gen(function*() {
       // What this worker has finished but not yet stored runs no more: it holds no slot.
       const claimed = yield* store.executionsClaimLimited({ ...req, limits, ending: options.pool.recording() })
-      if (claimed.retryAt !== null && claimed.executions.length < permits) {
+      if (claimed.retryAt !== null && claimed.executions.length < limit) {
         const spread = spreadMs(limits)
         const at = claimed.retryAt + (spread > 0 ? Math.floor((yield* Random.next) * spread) : 0)
         if (at < nextDueAt) nextDueAt = at
@@ -108,7 +109,7 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
   }
 
   // Each execution gives its permit back as soon as its handler ends.
-  const releaseOne = Effect.asVoid(semaphore.release(1))
+  const releaseOne = () => permits.release(1)
 
   // The hand-off (WakeBus.Handoff): while this Dispatcher claims, a new row of its Jobs
   // can start in the transaction that inserts it, on a free permit taken here. Only for
@@ -117,14 +118,14 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
   let claiming = false
   if (limits === null && store.startsOnInsert) {
     const slotFree = Effect.gen(function*() {
-      if (!claiming || !(yield* semaphore.takeIfAvailable(1))) return null
-      if (!(yield* unrecorded.takeIfAvailable(1))) return yield* Effect.as(semaphore.release(1), null)
+      if (!claiming || !permits.takeIfAvailable(1)) return null
+      if (!(yield* unrecorded.takeIfAvailable(1))) return (permits.release(1), null)
       return {
         workerId: options.workerId,
         leaseMs: options.leaseMs,
         jobs: options.jobs,
         start: (execution: Execution) => options.pool.run(execution, releaseOne, recorded, true),
-        cancel: Effect.andThen(semaphore.release(1), unrecorded.release(1))
+        cancel: Effect.andThen(Effect.sync(releaseOne), unrecorded.release(1))
       }
     })
     const unoffer = options.bus.offerHandoff(options.queue.name, { jobs: new Set(options.jobs), reserve: slotFree })
@@ -133,23 +134,23 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
 
   const loop = Effect.gen(function*() {
     while (true) {
-      yield* semaphore.take(1)
-      let permits = 1
-      while (permits < maxBatch && (yield* semaphore.takeIfAvailable(1))) permits++
-      yield* unrecorded.take(permits).pipe(Effect.onInterrupt(() => semaphore.release(permits)))
-      const giveBack = (n: number) => Effect.andThen(semaphore.release(n), unrecorded.release(n))
+      yield* permits.take(1)
+      let taken = 1
+      while (taken < maxBatch && permits.takeIfAvailable(1)) taken++
+      yield* unrecorded.take(taken).pipe(Effect.onInterrupt(() => Effect.sync(() => permits.release(taken))))
+      const giveBack = (n: number) => Effect.andThen(Effect.sync(() => permits.release(n)), unrecorded.release(n))
       // Claimed work must reach the pool even if we are interrupted mid-way (shutdown),
       // or it would sit leased to nobody until its lease expired.
       const claimed = yield* Effect.uninterruptible(Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        const claimed = yield* claimOnce(permits, now).pipe(Effect.onError(() => giveBack(permits)))
+        const claimed = yield* claimOnce(taken, now).pipe(Effect.onError(() => giveBack(taken)))
         Deferred.doneUnsafe(firstClaim, Exit.void)
         claiming = true
-        if (claimed.length < permits) yield* giveBack(permits - claimed.length)
+        if (claimed.length < taken) yield* giveBack(taken - claimed.length)
         for (const execution of claimed) yield* options.pool.run(execution, releaseOne, recorded)
         return claimed
       }))
-      if (claimed.length < permits) yield* sleep
+      if (claimed.length < taken) yield* sleep
     }
   }).pipe(
     Effect.ensuring(Effect.sync(() => (claiming = false))),

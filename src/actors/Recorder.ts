@@ -47,6 +47,8 @@ export interface Recorder {
    * False when the Recorder has stopped (`then` never runs).
    */
   readonly submit: (outcome: Outcome, queue: string, then: (exit: Exit.Exit<boolean, StoreError>) => Effect.Effect<void>) => Effect.Effect<boolean>
+  /** {@link submit} as a plain call that never waits: false when the mailbox is full or the Recorder has stopped (`then` never runs; `submit` then waits for room or says which). */
+  readonly offer: (outcome: Outcome, queue: string, then: (exit: Exit.Exit<boolean, StoreError>) => Effect.Effect<void>) => boolean
 }
 
 const stopped = new StoreError({ message: "the recorder has stopped (the runtime is shutting down)" })
@@ -224,6 +226,7 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
     })
 
   const submit: Recorder["submit"] = (outcome, queue, then) => Queue.offer(mailbox, { _tag: "Finish", outcome, queue, then, followed: false })
+  const offer: Recorder["offer"] = (outcome, queue, then) => Queue.offerUnsafe(mailbox, { _tag: "Finish", outcome, queue, then, followed: false })
 
   return {
     insert: (rows) => (rows.length === 0 ? Effect.succeed([]) : send((reply) => ({ _tag: "Insert", rows, reply }))),
@@ -235,6 +238,7 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
           (accepted) => (accepted ? Deferred.await(reply) : Effect.fail(stopped))
         )
       }),
-    submit
+    submit,
+    offer
   } satisfies Recorder
 })
