@@ -273,7 +273,7 @@ export const make = Effect.fnUntraced(function*(options: {
    * observer, not more Effect steps on the fiber. A success, the every-job path, is
    * plain calls (the permit back, metrics, the outcome into the Recorder's mailbox);
    * anything else (a failure, an interrupt, a full mailbox) settles on a fiber of its own
-   * (settleOther). Measured: CPU a job −14% in a drain (bench/RESULTS.md thirteenth pass).
+   * (settleOther). Measured in a drain: CPU a job −12%, jobs/s +8% (bench/RESULTS.md thirteenth pass).
    */
   const start = (execution: Execution, release: () => void, settled: Effect.Effect<void>, later: boolean): void => {
     const slot: Slot = { reason: undefined, park: undefined, recording: false, submitted: false, fiber: undefined, deadline: Infinity }
