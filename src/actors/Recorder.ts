@@ -42,8 +42,8 @@ export interface Recorder {
   /**
    * Hands an outcome over without waiting for it: `then` runs on the Recorder's fiber
    * once the batch holding it is committed (or has failed), with what `finish` would
-   * have returned. The WorkerPool's path: a handler's fiber ends at the hand-over instead
-   * of suspending on a reply, and the Recorder runs the batch's follow-ups in one go.
+   * have returned. The WorkerPool's path (through {@link offer} on a success): nothing
+   * waits on a reply, and the Recorder runs the batch's follow-ups in one go.
    * False when the Recorder has stopped (`then` never runs).
    */
   readonly submit: (outcome: Outcome, queue: string, then: (exit: Exit.Exit<boolean, StoreError>) => Effect.Effect<void>) => Effect.Effect<boolean>

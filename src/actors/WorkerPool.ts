@@ -276,8 +276,8 @@ export const make = Effect.fnUntraced(function*(options: {
    * (settleOther). Measured in a drain: CPU a job −12%, jobs/s +8% (bench/RESULTS.md thirteenth pass).
    */
   const start = (execution: Execution, release: () => void, settled: Effect.Effect<void>, later: boolean): void => {
-    const slot: Slot = { reason: undefined, park: undefined, recording: false, submitted: false, fiber: undefined, deadline: Infinity }
     if (closed) return release()
+    const slot: Slot = { reason: undefined, park: undefined, recording: false, submitted: false, fiber: undefined, deadline: Infinity }
     slots.set(execution.id, slot)
     const done = Effect.suspend(() => (slotEnded(execution.id, slot), settled))
     // Unless its outcome is with the Recorder (which then runs `done`), a settling fiber's end ends the slot.
