@@ -168,16 +168,25 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
       const exit = yield* Effect.exit(store.executionsInsertStarting(rows, offers))
       if (exit._tag === "Failure") return exit
       const { started } = exit.value
+      let startedAny = false
       for (const [j, s] of slots.entries()) {
         const execution = started[j]
         if (s === null || !execution) continue
         pending.delete(s)
         yield* s.start(execution)
+        startedAny = true
       }
+      // The started handlers begin on the scheduler's next turn (a macrotask queued just
+      // now). The fsync can end before it, and the callers' answers would then run first:
+      // a marker queued behind those starts tells whether that turn has come.
+      let turned = !startedAny
+      if (startedAny) setImmediate(() => (turned = true))
       yield* giveBack
       // A failed fsync: the rows are committed (and may run) but not known durable — the
       // callers get the StoreError, as for a commit whose end was not seen.
       const synced = yield* Effect.exit(store.syncCommitted)
+      // An acknowledged hand-off has begun its handler.
+      if (!turned) yield* nextMacrotask
       return synced._tag === "Success" ? exit : Exit.failCause(synced.cause)
     }).pipe(Effect.onExit(() => giveBack))
   }
