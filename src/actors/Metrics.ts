@@ -124,27 +124,38 @@ const storeSeries = memo((key) => {
 })
 const storeDurationSeries = memo((operation) => Metric.histogram("roster_store_operation_duration_ms", { ...storeDurationsOptions, attributes: { operation } }))
 
-const timed = <A, E, R>(operation: string, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.flatMap(Clock.currentTimeMillis, (start) =>
-    Effect.onExit(effect, (exit) =>
-      Effect.flatMap(Clock.currentTimeMillis, (end) =>
-        Effect.andThen(
-          Metric.update(storeSeries(`${operation}\u0000${Exit.isSuccess(exit) ? "ok" : "error"}`), 1),
-          Metric.update(storeDurationSeries(operation), end - start)
-        ))))
+/** Times and counts the effects of one operation: its series are looked up once, and updated in place as each ends. */
+const timer = (operation: string) => {
+  const ok = storeSeries(`${operation}\u0000ok`)
+  const failed = storeSeries(`${operation}\u0000error`)
+  const duration = storeDurationSeries(operation)
+  return <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.withFiber((fiber) => {
+      const clock = fiber.getRef(Clock.Clock)
+      const start = clock.currentTimeMillisUnsafe()
+      return Effect.onExit(effect, (exit) => {
+        ;(Exit.isSuccess(exit) ? ok : failed).updateUnsafe(1, fiber.context)
+        duration.updateUnsafe(clock.currentTimeMillisUnsafe() - start, fiber.context)
+        return Effect.void
+      })
+    })
+}
 
 /** The Store with every operation counted (by outcome) and timed; the operations themselves are unchanged. */
 export const instrumentStore = (store: Store["Service"]): Store["Service"] => {
   const wrapped: Record<string, unknown> = {}
   for (const [operation, op] of Object.entries(store)) {
-    wrapped[operation] = untimed.has(operation)
-      ? op
-      : Effect.isEffect(op)
-      ? timed(operation, op as Effect.Effect<unknown, unknown>)
+    if (untimed.has(operation)) {
+      wrapped[operation] = op
+      continue
+    }
+    const timed = timer(operation)
+    wrapped[operation] = Effect.isEffect(op)
+      ? timed(op as Effect.Effect<unknown, unknown>)
       : typeof op === "function"
       ? (...args: Array<unknown>) => {
         const r = (op as (...a: Array<unknown>) => unknown)(...args)
-        return Effect.isEffect(r) ? timed(operation, r) : r
+        return Effect.isEffect(r) ? timed(r) : r
       }
       : op
   }

@@ -24,7 +24,7 @@ import { Store, StoreError } from "../store/Store.ts"
 import type { HandoffSlot, WakeBus } from "./WakeBus.ts"
 
 type Message =
-  | { readonly _tag: "Insert"; readonly rows: ReadonlyArray<InsertRequest>; readonly reply: Deferred.Deferred<ReadonlyArray<InsertResult>, StoreError> }
+  | { readonly _tag: "Insert"; readonly rows: ReadonlyArray<InsertRequest>; readonly reply: (exit: Exit.Exit<ReadonlyArray<InsertResult>, StoreError>) => void }
   | {
     readonly _tag: "Finish"
     readonly outcome: Outcome
@@ -37,6 +37,13 @@ type Message =
 /** The Recorder's interface: each call resolves once its write is committed. */
 export interface Recorder {
   readonly insert: (rows: ReadonlyArray<InsertRequest>) => Effect.Effect<ReadonlyArray<InsertResult>, StoreError>
+  /**
+   * {@link insert} as a plain call, for a caller outside any fiber (the Promise API):
+   * `reply` runs on the Recorder's fiber once the rows are committed (or have failed).
+   * False when the mailbox is full or the Recorder has stopped (`reply` never runs;
+   * `insert` then waits for room or says which).
+   */
+  readonly insertUnsafe: (rows: ReadonlyArray<InsertRequest>, reply: (exit: Exit.Exit<ReadonlyArray<InsertResult>, StoreError>) => void) => boolean
   /** Applies an outcome; false means the lease was lost and the outcome was dropped. */
   readonly finish: (outcome: Outcome, queue: string) => Effect.Effect<boolean, StoreError>
   /**
@@ -74,7 +81,7 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
         const exit = yield* insertAll(inserts)
         let i = 0
         for (const m of inserts) {
-          Deferred.doneUnsafe(m.reply, exit._tag === "Success" ? Exit.succeed(exit.value.results.slice(i, i + m.rows.length)) : Exit.failCause(exit.cause))
+          m.reply(exit._tag === "Success" ? Exit.succeed(exit.value.results.slice(i, i + m.rows.length)) : Exit.failCause(exit.cause))
           i += m.rows.length
         }
         if (exit._tag === "Success") wakeAfterInserts(inserts, exit.value)
@@ -218,7 +225,7 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
     Effect.gen(function*() {
       const error = Exit.fail(new StoreError({ message: `the recorder crashed writing this batch: ${Cause.squash(cause)}` }))
       for (const m of batch) {
-        if (m._tag === "Insert") Deferred.doneUnsafe(m.reply, error)
+        if (m._tag === "Insert") m.reply(error)
         else yield* followUp(m, error)
       }
     })
@@ -228,17 +235,30 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
   const fiber = yield* Effect.forkScoped(supervise("Recorder", Effect.uninterruptible(loop)))
   yield* Effect.addFinalizer(() => Queue.end(mailbox).pipe(Effect.andThen(Fiber.await(fiber))))
 
-  const send = <A>(make: (reply: Deferred.Deferred<A, StoreError>) => Extract<Message, { _tag: "Insert" }>) =>
-    Effect.suspend(() => {
-      const reply = Deferred.makeUnsafe<A, StoreError>()
-      return Effect.flatMap(Queue.offer(mailbox, make(reply)), (accepted) => (accepted ? Deferred.await(reply) : Effect.fail(stopped)))
+  const insertUnsafe: Recorder["insertUnsafe"] = (rows, reply) => Queue.offerUnsafe(mailbox, { _tag: "Insert", rows, reply })
+
+  /**
+   * An insert's round trip: straight into the mailbox when it has room (the common
+   * case), else waiting for room; fails when the Recorder has stopped.
+   */
+  const insert: Recorder["insert"] = (rows) =>
+    Effect.callback<ReadonlyArray<InsertResult>, StoreError>((resume) => {
+      if (insertUnsafe(rows, resume)) return
+      resume(Effect.suspend(() => {
+        const reply = Deferred.makeUnsafe<ReadonlyArray<InsertResult>, StoreError>()
+        return Effect.flatMap(
+          Queue.offer(mailbox, { _tag: "Insert", rows, reply: (exit) => Deferred.doneUnsafe(reply, exit) }),
+          (accepted) => (accepted ? Deferred.await(reply) : Effect.fail(stopped))
+        )
+      }))
     })
 
   const submit: Recorder["submit"] = (outcome, queue, then) => Queue.offer(mailbox, { _tag: "Finish", outcome, queue, then, followed: false })
   const offer: Recorder["offer"] = (outcome, queue, then) => Queue.offerUnsafe(mailbox, { _tag: "Finish", outcome, queue, then, followed: false })
 
   return {
-    insert: (rows) => (rows.length === 0 ? Effect.succeed([]) : send((reply) => ({ _tag: "Insert", rows, reply }))),
+    insert: (rows) => (rows.length === 0 ? Effect.succeed([]) : insert(rows)),
+    insertUnsafe: (rows, reply) => (rows.length === 0 ? (reply(Exit.succeed([])), true) : insertUnsafe(rows, reply)),
     finish: (outcome, queue) =>
       Effect.suspend(() => {
         const reply = Deferred.makeUnsafe<boolean, StoreError>()

@@ -11,8 +11,9 @@
  */
 import type { Signal } from "../jobs/Wait.ts"
 import { InvalidSignal } from "../jobs/errors.ts"
-import { Clock, Context, Duration, Effect, Layer, RcRef } from "effect"
+import { Cause, Clock, Context, Duration, Effect, type Exit, Layer, RcRef } from "effect"
 import type { Job } from "../jobs/Job.ts"
+import type { Registry } from "../jobs/Registry.ts"
 import { ExecutionNotFound, InvalidEnqueueOption, InvalidPayload, InvalidTransition, NotJsonSafe, PayloadTooDeep, PayloadTooLarge, UnknownJob, WaitTimeout } from "../jobs/errors.ts"
 import type { Attempt, Execution, ExecutionState, LogDrops, LogLine, Step } from "../store/Execution.ts"
 import type { CancelResult, ExecutionFilter, InsertRequest, InsertResult } from "../store/Store.ts"
@@ -46,6 +47,83 @@ const atItem = <E extends EnqueueRefusal | UnknownJob>(e: E, item: number, of: n
     case "UnknownJob": return new UnknownJob(fields as UnknownJob) as E
   }
   return e
+}
+
+/** One item of an enqueue. */
+export interface EnqueueItem {
+  readonly job: JobRef
+  readonly payload: unknown
+  readonly options?: EnqueueOptions | undefined
+}
+
+const resolveJob = (registry: Registry, ref: JobRef): Job | UnknownJob => {
+  const id = typeof ref === "string" ? ref : ref.id
+  const job = registry.jobs.get(id) ?? (typeof ref === "string" ? undefined : ref)
+  if (job) return job
+  const known = [...registry.jobs.keys()].sort()
+  return new UnknownJob({ job: id, message: `unknown job "${id}"${known.length ? ` (known: ${known.slice(0, 20).join(", ")}${known.length > 20 ? ", …" : ""})` : ""}` })
+}
+
+/**
+ * The rows of an enqueue, prepared in one plain loop: the first refusal instead (named
+ * by its position when `numbered`).
+ */
+const enqueueRows = (
+  registry: Registry,
+  items: ReadonlyArray<EnqueueItem>,
+  numbered: boolean,
+  now: number,
+  maxBytes: number,
+  traceContext: string | null
+): Array<InsertRequest> | EnqueueError => {
+  const rows: Array<InsertRequest> = new Array(items.length)
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!
+    const job = resolveJob(registry, item.job)
+    const row = job instanceof UnknownJob ? job : prepareRow(job, item.payload, item.options ?? {}, now, maxBytes, traceContext)
+    if ("_tag" in row) return numbered ? atItem(row, i + 1, items.length) : row
+    rows[i] = row
+  }
+  return rows
+}
+
+const noRow = new StoreError({ message: "insert returned no row" })
+
+/** The one result of a single enqueue. */
+const firstResult = (results: ReadonlyArray<InsertResult>): Effect.Effect<InsertResult, StoreError> =>
+  results[0] ? Effect.succeed(results[0]) : Effect.fail(noRow)
+
+/** Enqueue for callers outside Effect: see {@link promiseEnqueue}. */
+export interface PromiseEnqueue {
+  readonly enqueue: (job: JobRef, payload: unknown, options?: EnqueueOptions) => Promise<InsertResult>
+  readonly enqueueMany: (items: ReadonlyArray<EnqueueItem>) => Promise<ReadonlyArray<InsertResult>>
+}
+
+/**
+ * The Client's enqueue and enqueueMany as Promises, for the Promise API (`Roster.open`):
+ * the same checks and the same write through the Recorder, with no fiber of the
+ * caller's own (one awaited enqueue costs a fiber start, a Deferred and two scheduler
+ * turns less: bench/RESULTS.md, fourteenth pass). Time is read from `clock`, the
+ * runtime's. A Promise caller has no span, so the rows carry no trace context, as with
+ * a fiber run by `runPromise`. Rejects with the typed error, as `runPromise` would.
+ */
+export const promiseEnqueue = (core: Core["Service"], clock: Clock.Clock): PromiseEnqueue => {
+  const maxBytes = core.config.maxPayloadBytes ?? defaultMaxPayloadBytes
+  const insertAll = (items: ReadonlyArray<EnqueueItem>, numbered: boolean): Promise<ReadonlyArray<InsertResult>> =>
+    new Promise((resolve, reject) => {
+      // A throw while preparing (a payload's getter, say) rejects, as a defect would.
+      const rows = enqueueRows(core.registry, items, numbered, clock.currentTimeMillisUnsafe(), maxBytes, null)
+      if (!Array.isArray(rows)) return reject(rows)
+      const reply = (exit: Exit.Exit<ReadonlyArray<InsertResult>, StoreError>) =>
+        exit._tag === "Success" ? resolve(exit.value) : reject(Cause.squash(exit.cause))
+      // A full mailbox (or a stopped Recorder): the Effect path waits for room (or fails).
+      if (!core.recorder.insertUnsafe(rows, reply)) void Effect.runPromiseExit(core.recorder.insert(rows)).then(reply)
+    })
+  return {
+    enqueue: (job, payload, options) =>
+      insertAll([{ job, payload, options }], false).then((results) => results[0] ?? Promise.reject(noRow)),
+    enqueueMany: (items) => insertAll(items, true)
+  }
 }
 
 /** An execution with everything recorded about it. */
@@ -170,37 +248,16 @@ export const layer: Layer.Layer<Client, never, Core | Store> = Layer.effect(
         }
       }))
 
-    const resolveJob = (ref: JobRef): Job | UnknownJob => {
-      const id = typeof ref === "string" ? ref : ref.id
-      const job = core.registry.jobs.get(id) ?? (typeof ref === "string" ? undefined : ref)
-      if (job) return job
-      const known = [...core.registry.jobs.keys()].sort()
-      return new UnknownJob({ job: id, message: `unknown job "${id}"${known.length ? ` (known: ${known.slice(0, 20).join(", ")}${known.length > 20 ? ", …" : ""})` : ""}` })
-    }
-
-    /**
-     * Prepares every item in one plain loop (refusing at the first bad one, named by
-     * position when `numbered`), then inserts all in one transaction.
-     */
-    const insertAll = (items: Parameters<Client["Service"]["enqueueMany"]>[0], numbered: boolean) =>
+    /** Prepares every item (see {@link enqueueRows}), then inserts all in one transaction. */
+    const insertAll = (items: ReadonlyArray<EnqueueItem>, numbered: boolean) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
         Effect.withFiber<ReadonlyArray<InsertResult>, EnqueueError>((fiber) => {
-          const traceContext = traceContextOf(fiber.context)
-          const rows: Array<InsertRequest> = new Array(items.length)
-          for (let i = 0; i < items.length; i++) {
-            const item = items[i]!
-            const job = resolveJob(item.job)
-            const row = job instanceof UnknownJob ? job : prepareRow(job, item.payload, item.options ?? {}, now, maxBytes, traceContext)
-            if ("_tag" in row) return Effect.fail(numbered ? atItem(row, i + 1, items.length) : row)
-            rows[i] = row
-          }
-          return core.recorder.insert(rows)
+          const rows = enqueueRows(core.registry, items, numbered, now, maxBytes, traceContextOf(fiber.context))
+          return Array.isArray(rows) ? core.recorder.insert(rows) : Effect.fail(rows as EnqueueError)
         }))
 
     return Client.of({
-      enqueue: (job, payload, options) =>
-        Effect.flatMap(insertAll([{ job, payload, options }], false), (r) =>
-          r[0] ? Effect.succeed(r[0]) : Effect.fail(new StoreError({ message: "insert returned no row" }))),
+      enqueue: (job, payload, options) => Effect.flatMap(insertAll([{ job, payload, options }], false), firstResult),
       enqueueMany: (items) => insertAll(items, true),
       get: (id) =>
         Effect.gen(function*() {

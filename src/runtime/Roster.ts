@@ -9,7 +9,7 @@
  * it, ROSTER_* over it, so the app and a `roster worker` in the same folder with the
  * same environment use one database.
  */
-import { Effect, Exit, Layer, ManagedRuntime, Scope } from "effect"
+import { Clock, Effect, Exit, Layer, ManagedRuntime, Scope } from "effect"
 import * as Metrics from "../actors/Metrics.ts"
 import { AlreadyRunning, InvalidDefinition, RosterClosed } from "../jobs/errors.ts"
 import type { Requirements } from "../jobs/Job.ts"
@@ -165,10 +165,13 @@ export const open = async <const C extends RosterConfig>(config: C & ServicesChe
       Layer.provideMerge(Logging.layer(options.logger))
     )
   )
-  await runtime.runPromise(Effect.void)
+  // Enqueues go straight to the Recorder, without a runPromise each (Client.promiseEnqueue).
+  const direct = await runtime.runPromise(Effect.gen(function*() {
+    return ClientModule.promiseEnqueue(yield* Core.Core, yield* Clock.Clock)
+  }))
   let closed = false
-  const run = <A, E>(effect: Effect.Effect<A, E, Provided>): Promise<A> =>
-    closed ? Promise.reject(new RosterClosed({ message: "this Roster handle is closed" })) : runtime.runPromise(effect)
+  const isClosed = () => new RosterClosed({ message: "this Roster handle is closed" })
+  const run = <A, E>(effect: Effect.Effect<A, E, Provided>): Promise<A> => closed ? Promise.reject(isClosed()) : runtime.runPromise(effect)
   const use = <A, E>(f: (client: Client["Service"]) => Effect.Effect<A, E>) => run(Client.use(f))
 
   /** One runner (worker or scheduler) in a scope of its own: at most one at a time; a failed start leaves none. */
@@ -197,8 +200,8 @@ export const open = async <const C extends RosterConfig>(config: C & ServicesChe
   const worker = runner("worker")
   const scheduler = runner("scheduler")
   return {
-    enqueue: (job, payload, options) => use((c) => c.enqueue(job, payload, options)),
-    enqueueMany: (items) => use((c) => c.enqueueMany(items)),
+    enqueue: (job, payload, options) => closed ? Promise.reject(isClosed()) : direct.enqueue(job, payload, options),
+    enqueueMany: (items) => closed ? Promise.reject(isClosed()) : direct.enqueueMany(items),
     get: (id) => use((c) => c.get(id)),
     pauseQueue: (name) => use((c) => c.pauseQueue(name)),
     resumeQueue: (name) => use((c) => c.resumeQueue(name)),

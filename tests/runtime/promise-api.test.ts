@@ -10,6 +10,7 @@ import { Effect, Schema } from "effect"
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
+import * as Recorder from "../../src/actors/Recorder.ts"
 import * as Job from "../../src/jobs/Job.ts"
 import * as Roster from "../../src/runtime/Roster.ts"
 import { bunBinary, repoRoot, tail, waitFor } from "../support/processes.ts"
@@ -89,6 +90,34 @@ describe("the Promise API", () => {
       expect(error).toMatchObject({ _tag: "RosterClosed", message: "this Roster handle is closed" })
     }
     await roster.close() // closing twice is fine
+  })
+
+  test("enqueue refusals reject with the typed error, and a throw while preparing rejects instead of throwing", async () => {
+    const unknown = await roster.enqueue("api/nope", {}).then(() => undefined, (e) => e)
+    expect(unknown).toMatchObject({ _tag: "UnknownJob" })
+    const invalid = await roster.enqueue(chatty, { n: "x" }).then(() => undefined, (e) => e)
+    expect(invalid).toMatchObject({ _tag: "InvalidPayload", job: "api/chatty" })
+    const many = await roster.enqueueMany([{ job: a, payload: {} }, { job: chatty, payload: {} }]).then(() => undefined, (e) => e)
+    expect(many).toMatchObject({ _tag: "InvalidPayload", item: 2 })
+    const getter = { get n(): number { throw new Error("a getter that throws") } }
+    let thrown: unknown
+    let pending: Promise<unknown> | undefined
+    try {
+      pending = roster.enqueue(chatty, getter)
+    } catch (e) {
+      thrown = e
+    }
+    expect(thrown).toBeUndefined()
+    expect(await pending!.then(() => undefined, (e: Error) => e.message)).toContain("a getter that throws")
+    expect((await roster.count()).queued).toBe(0)
+  })
+
+  test("more enqueues at once than the Recorder's mailbox holds all commit, each with its own id", async () => {
+    const n = Recorder.capacity + 2_500
+    const results = await Promise.all(Array.from({ length: n }, (_, i) => roster.enqueue(chatty, { n: i })))
+    expect(new Set(results.map((r) => r.id)).size).toBe(n)
+    expect(results.every((r) => r.inserted)).toBe(true)
+    expect((await roster.count({ job: "api/chatty" })).queued).toBe(n)
   })
 
   test("ctx.log in a Promise handler is persisted with the execution, with its level", async () => {
