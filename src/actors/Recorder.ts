@@ -238,19 +238,22 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
   const insertUnsafe: Recorder["insertUnsafe"] = (rows, reply) => Queue.offerUnsafe(mailbox, { _tag: "Insert", rows, reply })
 
   /**
+   * Sends a message built around `reply` (`send` waits for room, false once the Recorder
+   * has stopped) and waits for that reply.
+   */
+  const roundTrip = <A>(send: (reply: (exit: Exit.Exit<A, StoreError>) => void) => Effect.Effect<boolean>): Effect.Effect<A, StoreError> =>
+    Effect.suspend(() => {
+      const reply = Deferred.makeUnsafe<A, StoreError>()
+      return Effect.flatMap(send((exit) => Deferred.doneUnsafe(reply, exit)), (accepted) => (accepted ? Deferred.await(reply) : Effect.fail(stopped)))
+    })
+
+  /**
    * An insert's round trip: straight into the mailbox when it has room (the common
    * case), else waiting for room; fails when the Recorder has stopped.
    */
   const insert: Recorder["insert"] = (rows) =>
     Effect.callback<ReadonlyArray<InsertResult>, StoreError>((resume) => {
-      if (insertUnsafe(rows, resume)) return
-      resume(Effect.suspend(() => {
-        const reply = Deferred.makeUnsafe<ReadonlyArray<InsertResult>, StoreError>()
-        return Effect.flatMap(
-          Queue.offer(mailbox, { _tag: "Insert", rows, reply: (exit) => Deferred.doneUnsafe(reply, exit) }),
-          (accepted) => (accepted ? Deferred.await(reply) : Effect.fail(stopped))
-        )
-      }))
+      if (!insertUnsafe(rows, resume)) resume(roundTrip((reply) => Queue.offer(mailbox, { _tag: "Insert", rows, reply })))
     })
 
   const submit: Recorder["submit"] = (outcome, queue, then) => Queue.offer(mailbox, { _tag: "Finish", outcome, queue, then, followed: false })
@@ -259,14 +262,7 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
   return {
     insert: (rows) => (rows.length === 0 ? Effect.succeed([]) : insert(rows)),
     insertUnsafe: (rows, reply) => (rows.length === 0 ? (reply(Exit.succeed([])), true) : insertUnsafe(rows, reply)),
-    finish: (outcome, queue) =>
-      Effect.suspend(() => {
-        const reply = Deferred.makeUnsafe<boolean, StoreError>()
-        return Effect.flatMap(
-          submit(outcome, queue, (exit) => Effect.sync(() => Deferred.doneUnsafe(reply, exit))),
-          (accepted) => (accepted ? Deferred.await(reply) : Effect.fail(stopped))
-        )
-      }),
+    finish: (outcome, queue) => roundTrip<boolean>((reply) => submit(outcome, queue, (exit) => Effect.sync(() => reply(exit)))),
     submit,
     offer
   } satisfies Recorder

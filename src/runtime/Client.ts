@@ -253,7 +253,7 @@ export const layer: Layer.Layer<Client, never, Core | Store> = Layer.effect(
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
         Effect.withFiber<ReadonlyArray<InsertResult>, EnqueueError>((fiber) => {
           const rows = enqueueRows(core.registry, items, numbered, now, maxBytes, traceContextOf(fiber.context))
-          return Array.isArray(rows) ? core.recorder.insert(rows) : Effect.fail(rows as EnqueueError)
+          return Array.isArray(rows) ? core.recorder.insert(rows) : Effect.fail(rows)
         }))
 
     return Client.of({

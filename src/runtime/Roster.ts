@@ -170,8 +170,10 @@ export const open = async <const C extends RosterConfig>(config: C & ServicesChe
     return ClientModule.promiseEnqueue(yield* Core.Core, yield* Clock.Clock)
   }))
   let closed = false
-  const isClosed = () => new RosterClosed({ message: "this Roster handle is closed" })
-  const run = <A, E>(effect: Effect.Effect<A, E, Provided>): Promise<A> => closed ? Promise.reject(isClosed()) : runtime.runPromise(effect)
+  /** `call`, or the typed RosterClosed once the handle is closed. */
+  const whileOpen = <A>(call: () => Promise<A>): Promise<A> =>
+    closed ? Promise.reject(new RosterClosed({ message: "this Roster handle is closed" })) : call()
+  const run = <A, E>(effect: Effect.Effect<A, E, Provided>): Promise<A> => whileOpen(() => runtime.runPromise(effect))
   const use = <A, E>(f: (client: Client["Service"]) => Effect.Effect<A, E>) => run(Client.use(f))
 
   /** One runner (worker or scheduler) in a scope of its own: at most one at a time; a failed start leaves none. */
@@ -200,8 +202,8 @@ export const open = async <const C extends RosterConfig>(config: C & ServicesChe
   const worker = runner("worker")
   const scheduler = runner("scheduler")
   return {
-    enqueue: (job, payload, options) => closed ? Promise.reject(isClosed()) : direct.enqueue(job, payload, options),
-    enqueueMany: (items) => closed ? Promise.reject(isClosed()) : direct.enqueueMany(items),
+    enqueue: (job, payload, options) => whileOpen(() => direct.enqueue(job, payload, options)),
+    enqueueMany: (items) => whileOpen(() => direct.enqueueMany(items)),
     get: (id) => use((c) => c.get(id)),
     pauseQueue: (name) => use((c) => c.pauseQueue(name)),
     resumeQueue: (name) => use((c) => c.resumeQueue(name)),
