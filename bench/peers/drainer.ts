@@ -5,13 +5,15 @@
  * It loads and connects, prints "ready", and starts working only when a line arrives
  * on stdin: the coordinator sends it once every process is ready, so no process's
  * start-up takes CPU from another's drain. At SIGTERM it prints "cpu <ready> <end>":
- * its CPU time (user + system, ms) when it was ready and at the end.
+ * its CPU time (user + system, ms) when it was ready and at the end, and "jit <ready>
+ * <end>": the part of it spent on JavaScriptCore's compiler threads (threadCpu.ts).
  */
 import { PgBoss } from "pg-boss"
 import { Roster } from "../../src/index.ts"
 import { CONCURRENCY, pgUrl } from "./common.ts"
 import { drainWorkOptions } from "./pgboss.ts"
 import { noop, openOptions } from "./roster.ts"
+import { jitCpuMs } from "./threadCpu.ts"
 
 const [system, where] = process.argv.slice(2) as [string, string]
 
@@ -28,8 +30,9 @@ const go = async (): Promise<void> => {
 /** Stops on SIGTERM (printing the CPU line), then says ready and waits for the go. */
 const readyToWork = async (stop: () => Promise<void>): Promise<void> => {
   const readyCpu = cpuMs()
+  const readyJit = jitCpuMs()
   process.on("SIGTERM", () => {
-    process.stdout.write(`cpu ${readyCpu} ${cpuMs()}\n`)
+    process.stdout.write(`cpu ${readyCpu} ${cpuMs()}\njit ${readyJit} ${jitCpuMs()}\n`)
     void stop().finally(() => process.exit(0))
   })
   process.stdout.write("ready\n")

@@ -8,7 +8,10 @@
  * Each (system, repeat) runs in a child process of its own (child.ts), and repeats are
  * interleaved (every system once, then again), so drift in the machine's load spreads
  * over all rows. BullMQ gets a private redis-server started here (no persistence) and
- * stopped at the end, unless BENCH_REDIS_URL names one.
+ * stopped at the end, unless BENCH_REDIS_URL names one. After each repeat a host probe
+ * (hostProbe.ts: no job system, a fixed 0.5 ms of computation after the same pauses as
+ * the latency samples) shows how much of a p99 this machine adds by itself; it is the
+ * table's last row (BENCH_PEERS_PROBE=0 leaves it out).
  *
  *   cd bench/peers && npm install --no-audit --no-fund        # once
  *   cd ../.. && ROSTER_TEST_PG_URL=postgres://… node_modules/.bin/bun bench/peers/index.ts
@@ -16,7 +19,8 @@
  * Env: BENCH_PEERS_N (20000), BENCH_PEERS_REPEAT (3), BENCH_PEERS_ONLY (comma list of
  * system ids), BENCH_PEERS_LATENCY_N (500), BENCH_PEERS_LATENCY_SECONDS (30),
  * BENCH_PEERS_CHUNK (1000), BENCH_PEERS_CONCURRENCY (50), BENCH_PEERS_OUT_MD (also write
- * the report there), ROSTER_TEST_PG_URL or BENCH_PG_URL, BENCH_REDIS_URL.
+ * the report there), BENCH_PEERS_PROBE (0: no host probe), ROSTER_TEST_PG_URL or
+ * BENCH_PG_URL, BENCH_REDIS_URL.
  */
 import { execFileSync } from "node:child_process"
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -105,6 +109,22 @@ const runChild = async (row: Row, repeat: number): Promise<void> => {
   }
 }
 
+const probeRuns: Array<{ p50: number; p99: number; n: number }> = []
+const withProbe = process.env.BENCH_PEERS_PROBE !== "0"
+
+/** One host probe in a child process (hostProbe.ts). */
+const runProbe = async (repeat: number): Promise<void> => {
+  const out = join(tmpdir(), `roster-peers-${process.pid}-probe-${repeat}.json`)
+  rmSync(out, { force: true })
+  const proc = Bun.spawn([process.execPath, join(peersDir, "hostProbe.ts"), out], { cwd: repoRoot, stdin: "ignore", stdout: "inherit", stderr: "inherit" })
+  if ((await proc.exited) === 0 && existsSync(out)) {
+    const run = JSON.parse(readFileSync(out, "utf8")) as { p50: number; p99: number; n: number }
+    probeRuns.push(run)
+    progress(`host probe repeat ${repeat}: p50 ${ms(run.p50)} ms, p99 ${ms(run.p99)} ms`)
+  } else progress(`host probe repeat ${repeat}: child failed`)
+  rmSync(out, { force: true })
+}
+
 const repeatLoads: Array<number> = []
 try {
   for (let repeat = 1; repeat <= REPEAT; repeat++) {
@@ -114,6 +134,7 @@ try {
       progress(`${row.system.id}: repeat ${repeat} of ${REPEAT}`)
       await runChild(row, repeat)
     }
+    if (withProbe) await runProbe(repeat)
   }
 } finally {
   await redis?.stop()
@@ -171,6 +192,16 @@ const notes: Array<string> = [
   `commit ${commit}${srcDirty ? " (src/ had uncommitted changes)" : ""}; started ${startedAt.toISOString()}, took ${Math.round((Date.now() - startedAt.getTime()) / 1000)} s.`
 ]
 
-const report = [table(headers, rows.map(cells)), "", ...notes.map((n) => `- ${n}`)].join("\n")
+const probeRow = probeRuns.length === 0 ? [] : [[
+  "host probe (no job system: 0.5 ms of computation after the same pauses)",
+  "—", "—", "—", "—",
+  ms(median(probeRuns.map((r) => r.p50))),
+  ms(median(probeRuns.map((r) => r.p99)))
+]]
+if (probeRuns.length > 0) {
+  notes.splice(notes.length - 2, 0, `host probe, per repeat: p50 ${probeRuns.map((r) => ms(r.p50)).join(" / ")}; p99 ${probeRuns.map((r) => ms(r.p99)).join(" / ")} ms (${probeRuns[0]!.n} windows each; a hot window is 0.5 ms, so the rest is the machine).`)
+}
+
+const report = [table(headers, [...rows.map(cells), ...probeRow]), "", ...notes.map((n) => `- ${n}`)].join("\n")
 console.log(report)
 if (process.env.BENCH_PEERS_OUT_MD) writeFileSync(process.env.BENCH_PEERS_OUT_MD, report + "\n")

@@ -8,7 +8,9 @@
  * counts nor takes CPU from a drain under way. The rate is N over first start → last
  * completion, read from each system's own job table; the wall time from the go to all
  * stored is shown beside, and the CPU the worker processes spent from the go to their
- * stop, per job (the PostgreSQL server's own CPU is not in it).
+ * stop, per job, with the part JavaScriptCore's compiler threads took (threadCpu.ts);
+ * beside it the server's: every `postgres` process on this machine
+ * (serverCpu.ts; only a server on this machine can be counted).
  *
  *   ROSTER_TEST_PG_URL=postgres://… node_modules/.bin/bun bench/peers/processes.ts
  *
@@ -21,6 +23,7 @@ import { Roster } from "../../src/index.ts"
 import { CHUNK, median, N, payloads, peersDir, pgUrl, progress, rate, REPEAT, sleep } from "./common.ts"
 import { adminQuery, freshSchema, pgDurability, pgUnavailable, schemaName } from "./postgres.ts"
 import { noop, openOptions } from "./roster.ts"
+import { serverCpuMs } from "./serverCpu.ts"
 
 const counts = (process.env.BENCH_PEERS_PROCESSES ?? "1,4").split(",").map((s) => Number(s.trim())).filter((k) => k > 0)
 
@@ -111,6 +114,10 @@ interface Drain {
   readonly wallMs: number
   /** The workers' CPU (user + system) from the go to SIGTERM, µs per job, all processes together. */
   readonly cpuUsPerJob: number
+  /** The part of cpuUsPerJob spent on the workers' JIT compiler threads (NaN when it cannot be read). */
+  readonly jitUsPerJob: number
+  /** The PostgreSQL server's CPU from the go to the last outcome stored, µs per job (NaN when it cannot be read). */
+  readonly serverUsPerJob: number
 }
 
 /** One drain: K processes on a freshly filled store; jobs/s from the store, wall ms, and CPU per job. */
@@ -133,6 +140,7 @@ const drainOnce = async (system: (typeof systems)[number], k: number): Promise<D
       c.stdin.flush()
     }
     const t0 = performance.now()
+    const server0 = serverCpuMs()
     let state = await store.progress()
     while (state.done < N) {
       if (performance.now() - t0 > 600_000) throw new Error(`${system.id} × ${k}: ${state.done} of ${N} after 600 s`)
@@ -140,13 +148,17 @@ const drainOnce = async (system: (typeof systems)[number], k: number): Promise<D
       state = await store.progress()
     }
     const wallMs = performance.now() - t0
+    const serverMs = serverCpuMs() - server0
     await stop()
     let cpuMs = 0
+    let jitMs = 0
     for (const o of outputs) {
       const [, ready, end] = (await o.next("cpu ")).split(" ").map(Number) as [number, number, number]
       cpuMs += end - ready
+      const [, jitReady, jitEnd] = (await o.next("jit ")).split(" ").map(Number) as [number, number, number]
+      jitMs += jitEnd - jitReady
     }
-    return { rate: (N / state.spanMs) * 1000, wallMs, cpuUsPerJob: (cpuMs * 1000) / N }
+    return { rate: (N / state.spanMs) * 1000, wallMs, cpuUsPerJob: (cpuMs * 1000) / N, jitUsPerJob: (jitMs * 1000) / N, serverUsPerJob: (serverMs * 1000) / N }
   } finally {
     await stop()
     await store.drop()
@@ -163,20 +175,20 @@ for (let r = 1; r <= REPEAT; r++) {
   for (const k of counts) {
     for (const system of systems) {
       const one = await drainOnce(system, k)
-      progress(`repeat ${r}: ${system.id} × ${k}: ${rate(one.rate)}/s (wall ${Math.round(one.wallMs)} ms, CPU ${Math.round(one.cpuUsPerJob)} µs/job)`)
+      progress(`repeat ${r}: ${system.id} × ${k}: ${rate(one.rate)}/s (wall ${Math.round(one.wallMs)} ms, CPU ${Math.round(one.cpuUsPerJob)} µs/job of which JIT ${Math.round(one.jitUsPerJob)}, server ${Math.round(one.serverUsPerJob)} µs/job)`)
       results.set(`${system.id}/${k}`, [...(results.get(`${system.id}/${k}`) ?? []), one])
     }
   }
 }
 const rows = counts.flatMap((k) => systems.map((s) => {
   const runs = results.get(`${s.id}/${k}`) ?? []
-  return `| ${s.label} | ${k} | ${rate(median(runs.map((x) => x.rate)))} | ${runs.map((x) => rate(x.rate)).join(" / ")} | ${rate(median(runs.map((x) => x.wallMs)))} | ${Math.round(median(runs.map((x) => x.cpuUsPerJob)))} |`
+  return `| ${s.label} | ${k} | ${rate(median(runs.map((x) => x.rate)))} | ${runs.map((x) => rate(x.rate)).join(" / ")} | ${rate(median(runs.map((x) => x.wallMs)))} | ${Math.round(median(runs.map((x) => x.cpuUsPerJob)))} | ${Math.round(median(runs.map((x) => x.jitUsPerJob)))} | ${Math.round(median(runs.map((x) => x.serverUsPerJob)))} |`
 }))
 console.log([
   `PostgreSQL drain, ${N.toLocaleString("en-US")} jobs, concurrency 50 per process, ${REPEAT} repeat(s), median (${await pgDurability()})`,
   "",
-  "| system | worker processes | drain /s (first start → last completion) | per repeat | wall ms (go → all stored) | workers' CPU µs per job (go → end, all processes) |",
-  "|---|--:|--:|---|--:|--:|",
+  "| system | worker processes | drain /s (first start → last completion) | per repeat | wall ms (go → all stored) | workers' CPU µs per job (go → end, all processes) | of it, JIT compiler threads | server's CPU µs per job (go → all stored) |",
+  "|---|--:|--:|---|--:|--:|--:|--:|",
   ...rows
 ].join("\n"))
 process.exit(0)
