@@ -6,14 +6,14 @@
  * on stdin: the coordinator sends it once every process is ready, so no process's
  * start-up takes CPU from another's drain. At SIGTERM it prints "cpu <ready> <end>":
  * its CPU time (user + system, ms) when it was ready and at the end, and "jit <ready>
- * <end>": the part of it spent on JavaScriptCore's compiler threads (threadCpu.ts).
+ * <end>": the part of it spent on JavaScriptCore's compiler threads (procCpu.ts).
  */
 import { PgBoss } from "pg-boss"
 import { Roster } from "../../src/index.ts"
 import { CONCURRENCY, pgUrl } from "./common.ts"
 import { drainWorkOptions } from "./pgboss.ts"
 import { noop, openOptions } from "./roster.ts"
-import { jitCpuMs } from "./threadCpu.ts"
+import { jitCpuMs } from "./procCpu.ts"
 
 const [system, where] = process.argv.slice(2) as [string, string]
 

@@ -12,7 +12,7 @@ import { writeFileSync } from "node:fs"
 import { LATENCY_N, LATENCY_SECONDS, percentile, sleep } from "./common.ts"
 
 /** The window's length when hot, ms: about Roster's enqueue → start p50 here. */
-export const PROBE_MS = 0.5
+const PROBE_MS = 0.5
 
 let sink = 0
 const work = (iterations: number): void => {
@@ -23,19 +23,18 @@ const work = (iterations: number): void => {
 
 /** Iterations that take PROBE_MS, measured hot (median of 50 timed runs after a warm-up). */
 const calibrate = (): number => {
-  let iterations = 10_000
-  for (let k = 0; k < 200; k++) work(iterations)
+  const trial = 10_000
+  for (let k = 0; k < 200; k++) work(trial)
   const times: Array<number> = []
   for (let k = 0; k < 50; k++) {
     const t0 = performance.now()
-    work(iterations)
+    work(trial)
     times.push(performance.now() - t0)
   }
-  iterations = Math.max(1, Math.round(iterations * (PROBE_MS / percentile(times, 50))))
-  return iterations
+  return Math.max(1, Math.round(trial * (PROBE_MS / percentile(times, 50))))
 }
 
-export const probe = async (): Promise<{ p50: number; p99: number; n: number }> => {
+const probe = async (): Promise<{ p50: number; p99: number; n: number }> => {
   const iterations = calibrate()
   const values: Array<number> = []
   const budgetEnd = performance.now() + LATENCY_SECONDS * 1000

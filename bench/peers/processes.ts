@@ -8,9 +8,9 @@
  * counts nor takes CPU from a drain under way. The rate is N over first start → last
  * completion, read from each system's own job table; the wall time from the go to all
  * stored is shown beside, and the CPU the worker processes spent from the go to their
- * stop, per job, with the part JavaScriptCore's compiler threads took (threadCpu.ts);
+ * stop, per job, with the part JavaScriptCore's compiler threads took (procCpu.ts);
  * beside it the server's: every `postgres` process on this machine
- * (serverCpu.ts; only a server on this machine can be counted).
+ * (procCpu.ts; only a server on this machine can be counted).
  *
  *   ROSTER_TEST_PG_URL=postgres://… node_modules/.bin/bun bench/peers/processes.ts
  *
@@ -23,7 +23,7 @@ import { Roster } from "../../src/index.ts"
 import { CHUNK, median, N, payloads, peersDir, pgUrl, progress, rate, REPEAT, sleep } from "./common.ts"
 import { adminQuery, freshSchema, pgDurability, pgUnavailable, schemaName } from "./postgres.ts"
 import { noop, openOptions } from "./roster.ts"
-import { serverCpuMs } from "./serverCpu.ts"
+import { serverCpuMs } from "./procCpu.ts"
 
 const counts = (process.env.BENCH_PEERS_PROCESSES ?? "1,4").split(",").map((s) => Number(s.trim())).filter((k) => k > 0)
 
