@@ -63,6 +63,9 @@ const stopped = new StoreError({ message: "the recorder has stopped (the runtime
 /** Resumes after the tasks and microtasks queued now have run (a promise's `then` included). */
 const nextMacrotask = Effect.callback<void>((resume) => void setImmediate(() => resume(Effect.void)))
 
+/** What the callers of a batch get when writing it crashed (a defect, not a StoreError). */
+const crashed = (cause: Cause.Cause<unknown>) => new StoreError({ message: `the recorder crashed writing this batch: ${Cause.squash(cause)}` })
+
 const startedNone = (results: ReadonlyArray<InsertResult>): InsertStarted => ({ results, started: [] })
 
 /** Messages that may wait in the Recorder's mailbox before producers wait for room. */
@@ -72,6 +75,12 @@ export const capacity = 10_000
 export const make = Effect.fnUntraced(function*(bus: WakeBus) {
   const store = yield* Store
   const mailbox = yield* Queue.bounded<Message, Cause.Done>(capacity)
+  // The Recorder's own context (its services, Clock and metrics), for an inline insert.
+  const context = yield* Effect.context<never>()
+  // A batch is being written (inline or by the loop); `open` turns false as the Recorder stops.
+  let committing = false
+  let inlinedThisTurn = false
+  let open = true
 
   const commit = (batch: ReadonlyArray<Message>) =>
     Effect.gen(function*() {
@@ -213,7 +222,11 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
     while (true) {
       const batch = yield* Queue.takeAll(mailbox).pipe(Effect.catchCause(() => Effect.succeed(null)))
       if (batch === null) return
-      yield* commit(batch).pipe(Effect.onError((cause) => failAll(batch, cause)))
+      committing = true
+      yield* commit(batch).pipe(
+        Effect.onError((cause) => failAll(batch, cause)),
+        Effect.ensuring(Effect.sync(() => (committing = false)))
+      )
     }
   })
 
@@ -223,7 +236,7 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
    */
   const failAll = (batch: ReadonlyArray<Message>, cause: Cause.Cause<unknown>) =>
     Effect.gen(function*() {
-      const error = Exit.fail(new StoreError({ message: `the recorder crashed writing this batch: ${Cause.squash(cause)}` }))
+      const error = Exit.fail(crashed(cause))
       for (const m of batch) {
         if (m._tag === "Insert") m.reply(error)
         else yield* followUp(m, error)
@@ -233,9 +246,54 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
   // Forked into the owner's scope; the finalizer below (run first) ends the mailbox and
   // waits for the loop to drain it, so every acknowledged write is committed first.
   const fiber = yield* Effect.forkScoped(supervise("Recorder", Effect.uninterruptible(loop)))
-  yield* Effect.addFinalizer(() => Queue.end(mailbox).pipe(Effect.andThen(Fiber.await(fiber))))
+  yield* Effect.addFinalizer(() => Effect.suspend(() => ((open = false), Queue.end(mailbox))).pipe(Effect.andThen(Fiber.await(fiber))))
 
-  const insertUnsafe: Recorder["insertUnsafe"] = (rows, reply) => Queue.offerUnsafe(mailbox, { _tag: "Insert", rows, reply })
+  /**
+   * Inline: an enqueue that finds the Recorder idle (nothing in its mailbox, no batch
+   * being committed, the Recorder not stopping), on a store whose writes end on this
+   * thread (SQLite), with no hand-off to offer (no in-process worker waiting for work),
+   * is committed here, on the caller's stack: the same insert and wake-ups as a batch
+   * of one, without the mailbox hop and the Recorder fiber's resumption on the next
+   * turn of the scheduler (one-by-one enqueue at NORMAL: bench/RESULTS.md, sixteenth
+   * pass). It is still one writer at a time: the JS thread runs this or a batch, never
+   * both. A failure answers as the batch's would, a crash included. The answer is given
+   * before this returns, so a Promise caller's `then` runs after the microtask that lets
+   * the next caller inline again.
+   */
+  const inlineInsert = (rows: ReadonlyArray<InsertRequest>, reply: (exit: Exit.Exit<ReadonlyArray<InsertResult>, StoreError>) => void): boolean => {
+    if (!open || committing || inlinedThisTurn || !store.writesInline || Queue.sizeUnsafe(mailbox) > 0 || bus.hasHandoffs()) return false
+    // Callers that come together (fibers started at once, a Promise.all) still share one
+    // transaction: after an inline insert, the next until the microtasks run goes to the
+    // mailbox, and everything that joins it before the Recorder's turn is one batch.
+    inlinedThisTurn = true
+    queueMicrotask(() => (inlinedThisTurn = false))
+    committing = true
+    let exit: Exit.Exit<ReadonlyArray<InsertResult>, StoreError>
+    try {
+      exit = Effect.runSyncExitWith(context)(store.executionsInsert(rows))
+    } catch (defect) {
+      exit = Exit.die(defect)
+    } finally {
+      committing = false
+    }
+    if (exit._tag === "Failure" && !Cause.hasFails(exit.cause)) exit = Exit.fail(crashed(exit.cause))
+    // Answered first, then the wake-ups, as in a batch: a wake-up listener's defect is
+    // logged (the loop's supervisor would log it) and does not undo a committed insert.
+    reply(exit)
+    if (exit._tag === "Success") {
+      try {
+        wakeAfterInserts([{ _tag: "Insert", rows, reply }], startedNone(exit.value))
+      } catch (defect) {
+        Effect.runForkWith(context)(
+          Effect.logError("a wake-up after an inline insert failed", Cause.die(defect)).pipe(Effect.annotateLogs("actor", "Recorder"))
+        )
+      }
+    }
+    return true
+  }
+
+  const insertUnsafe: Recorder["insertUnsafe"] = (rows, reply) =>
+    inlineInsert(rows, reply) || Queue.offerUnsafe(mailbox, { _tag: "Insert", rows, reply })
 
   /**
    * Sends a message built around `reply` (`send` waits for room, false once the Recorder

@@ -283,6 +283,12 @@ export class Store extends Context.Service<Store, {
   /** Whether {@link executionsInsertStarting} can start rows (SQLite); a worker offers hand-offs only then. */
   readonly startsOnInsert: boolean
   /**
+   * Whether every operation runs to its end on the calling thread when run (SQLite:
+   * bun:sqlite calls the library synchronously), so an idle Recorder may commit an
+   * enqueue on its caller's stack (Recorder.ts, "inline"). PostgreSQL: false.
+   */
+  readonly writesInline: boolean
+  /**
    * Inserts as {@link executionsInsert}, and in the same transaction starts each row whose
    * `offers` entry is not null and whose {@link StartOffer} conditions hold. The SQLite
    * store starts them; PostgreSQL starts none (its rows are claimed as usual).

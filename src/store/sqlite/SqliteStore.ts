@@ -365,6 +365,7 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
     migrate: Effect.flatMap(Clock.currentTimeMillis, (now) => attempt("migrate", () => void applyMigrations(db, now))),
     executionsInsert: (rows) => attempt("insert executions", () => (rows.length === 0 ? [] : insertMany.immediate(rows))),
     startsOnInsert: true,
+    writesInline: true,
     executionsInsertStarting: (rows, offers) =>
       attempt("insert executions", () => (rows.length === 0 ? { results: [], started: [] } : (walSync.enabled ? relaxed(() => insertStarting.immediate(rows, offers)) : insertStarting.immediate(rows, offers)))),
     executionsClaim: (req) =>

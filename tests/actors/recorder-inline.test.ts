@@ -1,0 +1,128 @@
+/**
+ * The Recorder's inline insert (src/actors/Recorder.ts, "Inline"): an enqueue that finds
+ * it idle on SQLite is committed on the caller's stack and answered before the call
+ * returns, but callers that come together still share one transaction, a worker's
+ * hand-off keeps the batch path, a wake-up listener's defect does not lose a committed
+ * answer, and nothing is written once the Recorder has stopped. The real SQLite store;
+ * the only wrapper counts the inserts the Recorder hands to it.
+ */
+import { describe, expect, test } from "bun:test"
+import { Effect, Exit, Layer, References } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as Recorder from "../../src/actors/Recorder.ts"
+import * as WakeBus from "../../src/actors/WakeBus.ts"
+import { layerSqlite } from "../../src/store/sqlite/SqliteStore.ts"
+import { type InsertResult, Store, type StoreError } from "../../src/store/Store.ts"
+import { row } from "../store/rows.ts"
+
+/** Runs `body` with the real SQLite store whose executionsInsert calls are counted (rows per call). */
+const withStore = async <A>(body: (inserts: Array<number>) => Effect.Effect<A, unknown, Store>): Promise<A> => {
+  const dir = mkdtempSync(join(tmpdir(), "roster-recorder-inline-"))
+  const inserts: Array<number> = []
+  const counted = Layer.effect(
+    Store,
+    Effect.map(Store, (store) =>
+      Store.of({ ...store, executionsInsert: (rows) => Effect.suspend(() => (inserts.push(rows.length), store.executionsInsert(rows))) }))
+  ).pipe(Layer.provide(layerSqlite({ path: join(dir, "roster.db") })))
+  try {
+    return await Effect.runPromise(body(inserts).pipe(Effect.provide(Layer.merge(counted, Layer.succeed(References.MinimumLogLevel, "None")))) as Effect.Effect<A>)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+type Reply = Exit.Exit<ReadonlyArray<InsertResult>, StoreError>
+
+describe("the Recorder's inline insert", () => {
+  test("an enqueue into an idle Recorder is committed and answered before the call returns", async () => {
+    const result = await withStore((inserts) =>
+      Effect.scoped(Effect.gen(function*() {
+        const recorder = yield* Recorder.make(WakeBus.make())
+        const answers: Array<Reply> = []
+        const accepted = recorder.insertUnsafe([row()], (exit) => answers.push(exit))
+        const answeredAtOnce = answers.length
+        // One call after another, each awaited: each its own transaction.
+        for (let i = 0; i < 5; i++) yield* recorder.insert([row()])
+        const stored = yield* Store.use((s) => s.executionsCount({}))
+        return { accepted, answeredAtOnce, answer: answers[0], inserts: [...inserts], stored }
+      }))
+    )
+    expect(result.accepted).toBe(true)
+    expect(result.answeredAtOnce).toBe(1)
+    expect(result.answer?._tag).toBe("Success")
+    expect(result.inserts).toEqual([1, 1, 1, 1, 1, 1])
+    expect(result.stored.queued).toBe(6)
+  })
+
+  test("callers that come together still share one transaction", async () => {
+    const result = await withStore((inserts) =>
+      Effect.scoped(Effect.gen(function*() {
+        const recorder = yield* Recorder.make(WakeBus.make())
+        const results = yield* Effect.forEach(Array.from({ length: 50 }, () => row()), (r) => recorder.insert([r]), { concurrency: "unbounded" })
+        return { results, inserts: [...inserts], stored: yield* Store.use((s) => s.executionsCount({})) }
+      }))
+    )
+    expect(result.results.every((r) => r[0]?.inserted === true)).toBe(true)
+    expect(result.stored.queued).toBe(50)
+    // The first may go inline; the others join the mailbox and commit as one batch.
+    expect(result.inserts.reduce((a, b) => a + b, 0)).toBe(50)
+    expect(result.inserts.length).toBeLessThanOrEqual(2)
+  })
+
+  test("with a hand-off on offer (an idle in-process worker) the enqueue takes the batch path", async () => {
+    const result = await withStore(() =>
+      Effect.scoped(Effect.gen(function*() {
+        const bus = WakeBus.make()
+        // A worker with no free slot: the batch path asks it, finds none, and inserts.
+        bus.offerHandoff("default", { jobs: new Set(["app/job"]), reserve: Effect.succeed(null) })
+        const recorder = yield* Recorder.make(bus)
+        const answers: Array<Reply> = []
+        recorder.insertUnsafe([row()], (exit) => answers.push(exit))
+        const answeredAtOnce = answers.length
+        yield* Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 50)))
+        return { answeredAtOnce, answers: answers.map((a) => a._tag) }
+      }))
+    )
+    expect(result.answeredAtOnce).toBe(0)
+    expect(result.answers).toEqual(["Success"])
+  })
+
+  test("a wake-up listener's defect after an inline insert is logged; the insert stays answered and the next one commits", async () => {
+    const result = await withStore(() =>
+      Effect.scoped(Effect.gen(function*() {
+        const bus = WakeBus.make()
+        let wakes = 0
+        bus.subscribe("default", () => {
+          if (++wakes === 1) throw new Error("a listener bug")
+        })
+        const recorder = yield* Recorder.make(bus)
+        const first = yield* recorder.insert([row()])
+        const second = yield* recorder.insert([row(), row()]).pipe(Effect.timeoutOption("5 seconds"))
+        return { first, second, wakes, stored: yield* Store.use((s) => s.executionsCount({})) }
+      }))
+    )
+    expect(result.first.map((r) => r.inserted)).toEqual([true])
+    expect(result.second._tag).toBe("Some")
+    expect(result.wakes).toBeGreaterThanOrEqual(1)
+    expect(result.stored.queued).toBe(3)
+  })
+
+  test("once the Recorder has stopped, an enqueue is refused and writes nothing", async () => {
+    const result = await withStore((inserts) =>
+      Effect.gen(function*() {
+        const recorder = yield* Effect.scoped(Recorder.make(WakeBus.make()))
+        let answered = false
+        const accepted = recorder.insertUnsafe([row()], () => (answered = true))
+        const refused = yield* Effect.flip(recorder.insert([row()]))
+        return { accepted, answered, refused: refused.message, inserts: [...inserts], stored: yield* Store.use((s) => s.executionsCount({})) }
+      })
+    )
+    expect(result.accepted).toBe(false)
+    expect(result.answered).toBe(false)
+    expect(result.refused).toContain("stopped")
+    expect(result.inserts).toEqual([])
+    expect(result.stored.queued).toBe(0)
+  })
+})
