@@ -1,7 +1,9 @@
 /**
  * The Recorder is supervised like every actor (issue 13): a defect in its loop (here a
  * wake-up listener that throws after a commit) is logged and the Recorder restarts and
- * keeps committing; callers of the batch it was on are answered, none left waiting.
+ * keeps committing; callers of the batch it was on are answered, none left waiting. The
+ * same defect after an insert written at once (an idle Recorder's inline write) is
+ * logged, and the write keeps its answer.
  * Before, the loop was forked detached and unsupervised: after such a defect every
  * later write waited forever. The real SQLite store and WakeBus.
  *
@@ -22,28 +24,36 @@ import { Store, type Outcome, type StoreError } from "../../src/store/Store.ts"
 import { row } from "../store/rows.ts"
 
 describe("the Recorder under supervision", () => {
-  test("a defect in its loop restarts it: the write after it commits instead of waiting forever", async () => {
+  // A wake-up listener that throws once, on the wake-up of the `throwOn`-th write. The
+  // first write into an idle Recorder is written at once (Recorder.ts, "Inline"), its
+  // defect logged and its answer kept; a write that joins the mailbox beside it (two at
+  // once) is written by the loop, whose defect crashes and restarts it.
+  const listenerBug = (throwOn: 1 | 2) => {
     const dir = mkdtempSync(join(tmpdir(), "roster-recorder-"))
-    try {
-      const result = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-        const bus = WakeBus.make()
-        let wakes = 0
-        bus.subscribe("default", () => {
-          if (++wakes === 1) throw new Error("a listener bug")
-        })
-        const recorder = yield* Recorder.make(bus)
-        const first = yield* recorder.insert([row()])
-        const second = yield* recorder.insert([row(), row()]).pipe(Effect.timeoutOption("5 seconds"))
-        const stored = yield* Store.use((s) => s.executionsCount({}))
-        return { first, second, wakes, stored }
-      })).pipe(Effect.provide(Layer.merge(layerSqlite({ path: join(dir, "roster.db") }), Layer.succeed(References.MinimumLogLevel, "None")))))
-      expect(result.first.map((r) => r.inserted)).toEqual([true])
-      expect(result.second._tag).toBe("Some")
-      expect(result.wakes).toBeGreaterThanOrEqual(1)
-      expect(result.stored.queued).toBe(3)
-    } finally {
-      rmSync(dir, { recursive: true, force: true })
-    }
+    return Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const bus = WakeBus.make()
+      let wakes = 0
+      bus.subscribe("default", () => {
+        if (++wakes === throwOn) throw new Error("a listener bug")
+      })
+      const recorder = yield* Recorder.make(bus)
+      const first = yield* Effect.all([recorder.insert([row()]), recorder.insert([row()])], { concurrency: 2 })
+      const second = yield* recorder.insert([row(), row()]).pipe(Effect.timeoutOption("5 seconds"))
+      const stored = yield* Store.use((s) => s.executionsCount({}))
+      return { first, second, wakes, stored }
+    })).pipe(Effect.provide(Layer.merge(layerSqlite({ path: join(dir, "roster.db") }), Layer.succeed(References.MinimumLogLevel, "None")))))
+      .finally(() => rmSync(dir, { recursive: true, force: true }))
+  }
+
+  test.each([
+    ["a defect in its loop restarts it: the write after it commits instead of waiting forever", 2 as const],
+    ["a listener's defect after an inline write is logged: that write stays answered, the next commits", 1 as const]
+  ])("%s", async (_, throwOn) => {
+    const result = await listenerBug(throwOn)
+    expect(result.first.map((r) => r.map((x) => x.inserted))).toEqual([[true], [true]])
+    expect(result.second._tag).toBe("Some")
+    expect(result.wakes).toBeGreaterThanOrEqual(throwOn)
+    expect(result.stored.queued).toBe(4)
   })
 
   // The WorkerPool's path: an outcome handed over with submit, its follow-up run by the Recorder after the commit.
