@@ -254,35 +254,42 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
    * thread (SQLite), with no hand-off to offer (no in-process worker waiting for work),
    * is committed here, on the caller's stack: the same insert and wake-ups as a batch
    * of one, without the mailbox hop and the Recorder fiber's resumption on the next
-   * turn of the scheduler (one-by-one enqueue at NORMAL: bench/RESULTS.md, sixteenth
-   * pass). It is still one writer at a time: the JS thread runs this or a batch, never
-   * both. A failure answers as the batch's would, a crash included. The answer is given
-   * before this returns, so a Promise caller's `then` runs after the microtask that lets
-   * the next caller inline again.
+   * turn of the scheduler (one-by-one enqueue: bench/RESULTS.md, sixteenth pass). It is
+   * still one writer at a time: the JS thread runs this or a batch, never both. It does
+   * not wait for a write lock another connection holds (that may be the caller's own
+   * open transaction on the file, which no wait here could outlast): the enqueue then
+   * goes to the mailbox, as before. A failure answers as the batch's would, a crash
+   * included. The answer is given before this returns, so a Promise caller's `then`
+   * runs after the microtask that lets the next caller inline again.
    */
   const inlineInsert = (rows: ReadonlyArray<InsertRequest>, reply: (exit: Exit.Exit<ReadonlyArray<InsertResult>, StoreError>) => void): boolean => {
-    if (!open || committing || inlinedThisTurn || !store.writesInline || Queue.sizeUnsafe(mailbox) > 0 || bus.hasHandoffs()) return false
+    const insertNow = store.executionsInsertInline
+    if (insertNow === null || !open || committing || inlinedThisTurn || Queue.sizeUnsafe(mailbox) > 0 || bus.hasHandoffs()) return false
     // Callers that come together (fibers started at once, a Promise.all) still share one
     // transaction: after an inline insert, the next until the microtasks run goes to the
     // mailbox, and everything that joins it before the Recorder's turn is one batch.
     inlinedThisTurn = true
     queueMicrotask(() => (inlinedThisTurn = false))
     committing = true
-    let exit: Exit.Exit<ReadonlyArray<InsertResult>, StoreError>
+    let exit: Exit.Exit<ReadonlyArray<InsertResult> | null, StoreError>
     try {
-      exit = Effect.runSyncExitWith(context)(store.executionsInsert(rows))
+      exit = Effect.runSyncExitWith(context)(insertNow(rows))
     } catch (defect) {
       exit = Exit.die(defect)
     } finally {
       committing = false
     }
-    if (exit._tag === "Failure" && !Cause.hasFails(exit.cause)) exit = Exit.fail(crashed(exit.cause))
+    // Another connection holds the write lock: the mailbox, whose batch waits for it.
+    if (exit._tag === "Success" && exit.value === null) return false
+    const answer: Exit.Exit<ReadonlyArray<InsertResult>, StoreError> = exit._tag === "Success"
+      ? Exit.succeed(exit.value ?? [])
+      : Cause.hasFails(exit.cause) ? Exit.failCause(exit.cause) : Exit.fail(crashed(exit.cause))
     // Answered first, then the wake-ups, as in a batch: a wake-up listener's defect is
     // logged (the loop's supervisor would log it) and does not undo a committed insert.
-    reply(exit)
-    if (exit._tag === "Success") {
+    reply(answer)
+    if (answer._tag === "Success") {
       try {
-        wakeAfterInserts([{ _tag: "Insert", rows, reply }], startedNone(exit.value))
+        wakeAfterInserts([{ _tag: "Insert", rows, reply }], startedNone(answer.value))
       } catch (defect) {
         Effect.runForkWith(context)(
           Effect.logError("a wake-up after an inline insert failed", Cause.die(defect)).pipe(Effect.annotateLogs("actor", "Recorder"))

@@ -283,11 +283,13 @@ export class Store extends Context.Service<Store, {
   /** Whether {@link executionsInsertStarting} can start rows (SQLite); a worker offers hand-offs only then. */
   readonly startsOnInsert: boolean
   /**
-   * Whether every operation runs to its end on the calling thread when run (SQLite:
-   * bun:sqlite calls the library synchronously), so an idle Recorder may commit an
-   * enqueue on its caller's stack (Recorder.ts, "inline"). PostgreSQL: false.
+   * {@link executionsInsert} at once, on the calling thread, without waiting for the
+   * write lock: null when another connection holds it (the caller then takes its usual
+   * path). An idle Recorder writes an enqueue on its caller's stack with it (Recorder.ts,
+   * "Inline"). SQLite only (bun:sqlite is synchronous); null on PostgreSQL, whose writes
+   * are round trips.
    */
-  readonly writesInline: boolean
+  readonly executionsInsertInline: ((rows: ReadonlyArray<InsertRequest>) => Effect.Effect<ReadonlyArray<InsertResult> | null, StoreError>) | null
   /**
    * Inserts as {@link executionsInsert}, and in the same transaction starts each row whose
    * `offers` entry is not null and whose {@link StartOffer} conditions hold. The SQLite

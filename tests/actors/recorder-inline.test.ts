@@ -2,10 +2,12 @@
  * The Recorder's inline insert (src/actors/Recorder.ts, "Inline"): an enqueue that finds
  * it idle on SQLite is committed on the caller's stack and answered before the call
  * returns, but callers that come together still share one transaction, a worker's
- * hand-off keeps the batch path, and nothing is written once the Recorder has stopped
+ * hand-off keeps the batch path, a write lock held by the caller's own open transaction
+ * is not waited for, and nothing is written once the Recorder has stopped
  * (a wake-up listener's defect after an inline write: recorder-supervision.test.ts). The real SQLite store;
- * the only wrapper counts the inserts the Recorder hands to it.
+ * the only wrapper counts the inserts the Recorder hands to it (inline or in a batch).
  */
+import { Database } from "bun:sqlite"
 import { describe, expect, test } from "bun:test"
 import { Effect, Exit, Layer, References } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -18,16 +20,22 @@ import { type InsertResult, Store, type StoreError } from "../../src/store/Store
 import { row } from "../store/rows.ts"
 
 /** Runs `body` with the real SQLite store whose executionsInsert calls are counted (rows per call). */
-const withStore = async <A>(body: (inserts: Array<number>) => Effect.Effect<A, unknown, Store>): Promise<A> => {
+const withStore = async <A>(body: (inserts: Array<number>, path: string) => Effect.Effect<A, unknown, Store>): Promise<A> => {
   const dir = mkdtempSync(join(tmpdir(), "roster-recorder-inline-"))
+  const path = join(dir, "roster.db")
   const inserts: Array<number> = []
   const counted = Layer.effect(
     Store,
     Effect.map(Store, (store) =>
-      Store.of({ ...store, executionsInsert: (rows) => Effect.suspend(() => (inserts.push(rows.length), store.executionsInsert(rows))) }))
-  ).pipe(Layer.provide(layerSqlite({ path: join(dir, "roster.db") })))
+      Store.of({
+        ...store,
+        executionsInsert: (rows) => Effect.suspend(() => (inserts.push(rows.length), store.executionsInsert(rows))),
+        executionsInsertInline: (rows) =>
+          Effect.map(store.executionsInsertInline!(rows), (results) => (results !== null && inserts.push(rows.length), results))
+      }))
+  ).pipe(Layer.provide(layerSqlite({ path })))
   try {
-    return await Effect.runPromise(body(inserts).pipe(Effect.provide(Layer.merge(counted, Layer.succeed(References.MinimumLogLevel, "None")))) as Effect.Effect<A>)
+    return await Effect.runPromise(body(inserts, path).pipe(Effect.provide(Layer.merge(counted, Layer.succeed(References.MinimumLogLevel, "None")))) as Effect.Effect<A>)
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
@@ -87,6 +95,32 @@ describe("the Recorder's inline insert", () => {
     )
     expect(result.answeredAtOnce).toBe(0)
     expect(result.answers).toEqual(["Success"])
+  })
+
+  test("a write lock held by another connection of this thread (an app's open transaction) is not waited for: the enqueue commits after it", async () => {
+    const result = await withStore((_, path) =>
+      Effect.scoped(Effect.gen(function*() {
+        const recorder = yield* Recorder.make(WakeBus.make())
+        const app = new Database(path)
+        app.run("CREATE TABLE orders (id INTEGER)")
+        const answers: Array<Reply> = []
+        // Inside the app's transaction, on the same thread: a wait for its lock here would
+        // only end with busy_timeout, and fail.
+        app.transaction(() => {
+          app.run("INSERT INTO orders VALUES (1)")
+          recorder.insertUnsafe([row()], (exit) => answers.push(exit))
+        }).immediate()
+        const answeredInside = answers.length
+        yield* Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 50)))
+        const orders = app.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM orders").get()!.n
+        app.close()
+        return { answeredInside, answers, orders, stored: yield* Store.use((s) => s.executionsCount({})) }
+      }))
+    )
+    expect(result.answeredInside).toBe(0)
+    expect(result.answers.map((a) => a._tag)).toEqual(["Success"])
+    expect(result.orders).toBe(1)
+    expect(result.stored.queued).toBe(1)
   })
 
   test("once the Recorder has stopped, an enqueue is refused and writes nothing", async () => {

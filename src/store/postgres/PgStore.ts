@@ -267,7 +267,7 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
     // No hand-off here: the rows are claimed as usual (docs/queues.md, "Hand-off"); each
     // commit is durable when it returns, so nothing is deferred (syncCommitted: no-op).
     startsOnInsert: false,
-    writesInline: false,
+    executionsInsertInline: null,
     executionsInsertStarting: (rows) => Effect.map(insert(rows), (results) => ({ results, started: rows.map(() => null) })),
     syncCommitted: Effect.void,
     executionsClaim: (req) => (claimsNothing(req) ? Effect.succeed([]) : op("claim executions", claim(req))),

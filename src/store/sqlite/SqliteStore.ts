@@ -280,6 +280,10 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
   )
 
   const insertMany = db.transaction(insertAll)
+  // The connection's busy timeout, set aside for an inline insert (executionsInsertInline).
+  // (Run, not prepared: SQLite applies this PRAGMA when it compiles the statement.)
+  const busyTimeoutMs = db.query<{ timeout: number }, []>("PRAGMA busy_timeout").get()?.timeout ?? 0
+  const restoreLockWait = `PRAGMA busy_timeout = ${busyTimeoutMs}`
   // A hand-off (Store.StartOffer): the new row is leased as a claim would lease it, unless
   // its queue is paused or a due execution of the offering worker's Jobs is ahead of it in
   // claim order (that one is the Dispatcher's to claim first).
@@ -365,7 +369,21 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
     migrate: Effect.flatMap(Clock.currentTimeMillis, (now) => attempt("migrate", () => void applyMigrations(db, now))),
     executionsInsert: (rows) => attempt("insert executions", () => (rows.length === 0 ? [] : insertMany.immediate(rows))),
     startsOnInsert: true,
-    writesInline: true,
+    executionsInsertInline: (rows) =>
+      attempt("insert executions", () => {
+        if (rows.length === 0) return []
+        // No wait for the write lock: a connection holding it may be this thread's own
+        // (an app's transaction on the same file), which no busy wait here can outlast.
+        db.run("PRAGMA busy_timeout = 0")
+        try {
+          return insertMany.immediate(rows)
+        } catch (e) {
+          if (sqliteCode(e).startsWith("SQLITE_BUSY")) return null
+          throw e
+        } finally {
+          db.run(restoreLockWait)
+        }
+      }),
     executionsInsertStarting: (rows, offers) =>
       attempt("insert executions", () => (rows.length === 0 ? { results: [], started: [] } : (walSync.enabled ? relaxed(() => insertStarting.immediate(rows, offers)) : insertStarting.immediate(rows, offers)))),
     executionsClaim: (req) =>
