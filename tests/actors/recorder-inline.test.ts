@@ -3,9 +3,10 @@
  * it idle on SQLite is committed on the caller's stack and answered before the call
  * returns, but callers that come together still share one transaction, a worker's
  * hand-off keeps the batch path, a write lock held by the caller's own open transaction
- * is not waited for, and nothing is written once the Recorder has stopped
- * (a wake-up listener's defect after an inline write: recorder-supervision.test.ts). The real SQLite store;
- * the only wrapper counts the inserts the Recorder hands to it (inline or in a batch).
+ * is not waited for, and nothing is written once the Recorder has stopped (a wake-up
+ * listener's defect after an inline write: recorder-supervision.test.ts). The real
+ * SQLite store; the only wrapper counts the inserts the Recorder hands to it (inline or
+ * in a batch).
  */
 import { Database } from "bun:sqlite"
 import { describe, expect, test } from "bun:test"
@@ -42,6 +43,15 @@ const withStore = async <A>(body: (inserts: Array<number>, path: string) => Effe
 }
 
 type Reply = Exit.Exit<ReadonlyArray<InsertResult>, StoreError>
+
+/** The answers an insertUnsafe call gets, and a wait (bounded, for a loaded machine) for the first. */
+const answersOf = () => {
+  const answers: Array<Reply> = []
+  const first = Promise.withResolvers<void>()
+  const reply = (exit: Reply) => (answers.push(exit), first.resolve())
+  const answered = Effect.promise(() => Promise.race([first.promise, Bun.sleep(10_000)]))
+  return { answers, reply, answered }
+}
 
 describe("the Recorder's inline insert", () => {
   test("an enqueue into an idle Recorder is committed and answered before the call returns", async () => {
@@ -86,10 +96,10 @@ describe("the Recorder's inline insert", () => {
         // A worker with no free slot: the batch path asks it, finds none, and inserts.
         bus.offerHandoff("default", { jobs: new Set(["app/job"]), reserve: Effect.succeed(null) })
         const recorder = yield* Recorder.make(bus)
-        const answers: Array<Reply> = []
-        recorder.insertUnsafe([row()], (exit) => answers.push(exit))
+        const { answers, reply, answered } = answersOf()
+        recorder.insertUnsafe([row()], reply)
         const answeredAtOnce = answers.length
-        yield* Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 50)))
+        yield* answered
         return { answeredAtOnce, answers: answers.map((a) => a._tag) }
       }))
     )
@@ -103,15 +113,15 @@ describe("the Recorder's inline insert", () => {
         const recorder = yield* Recorder.make(WakeBus.make())
         const app = new Database(path)
         app.run("CREATE TABLE orders (id INTEGER)")
-        const answers: Array<Reply> = []
+        const { answers, reply, answered } = answersOf()
         // Inside the app's transaction, on the same thread: a wait for its lock here would
         // only end with busy_timeout, and fail.
         app.transaction(() => {
           app.run("INSERT INTO orders VALUES (1)")
-          recorder.insertUnsafe([row()], (exit) => answers.push(exit))
+          recorder.insertUnsafe([row()], reply)
         }).immediate()
         const answeredInside = answers.length
-        yield* Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 50)))
+        yield* answered
         const orders = app.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM orders").get()!.n
         app.close()
         return { answeredInside, answers, orders, stored: yield* Store.use((s) => s.executionsCount({})) }
