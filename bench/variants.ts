@@ -5,7 +5,7 @@
  * figure per variant, and the change of each median against a baseline's.
  */
 import type { Database } from "bun:sqlite"
-import { makeStatements } from "../src/store/sqlite/SqliteStore.ts"
+import { makeStatements } from "../src/store/sqlite/InsertStatements.ts"
 import type { InsertRequest } from "../src/store/Store.ts"
 import { percentiles, progress, type Section } from "./support.ts"
 

@@ -7,6 +7,7 @@
 import type { Attempt, Execution, ExecutionState, LogDrops, LogLine, Step } from "./Execution.ts"
 import { UnparsedPayload } from "./Execution.ts"
 import { parseWait } from "../jobs/Wait.ts"
+import { decodeRetry } from "./RetryText.ts"
 
 /** An integer column as a driver returns it (PostgreSQL BIGINT: a string). */
 export type Int = number | string | bigint
@@ -72,7 +73,7 @@ export const toExecution = (r: ExecutionRow): Execution => ({
   priority: r.priority,
   attempt: r.attempt,
   maxAttempts: r.max_attempts,
-  retry: JSON.parse(r.retry),
+  retry: decodeRetry(r.retry),
   timeoutMs: int(r.timeout_ms),
   runAt: int(r.run_at),
   createdAt: int(r.created_at),

@@ -44,6 +44,33 @@ for (const driver of drivers) {
         expect(claimed.map((e) => e.traceContext).sort()).toEqual([tp(1), tp(2), tp(3), tp(4), null].sort())
       })
 
+      test("a bulk insert keeps every row's own values and the order given, however the rows differ", async () => {
+        // Runs of alike rows (the blocks of 100 and 10), rows that differ only in due time,
+        // priority or flow keys, another Job and another retry policy mid-way, keyed rows
+        // between them, and stragglers: each must come back as it was given.
+        const other = RetryPolicy.fixed({ attempts: 5, delay: "1.5 seconds" }).snapshot
+        const rows = [
+          ...Array.from({ length: 130 }, () => row({ now: 7, runAt: 7 })),
+          ...Array.from({ length: 25 }, (_, i) => row({ now: 7, runAt: 7 + (i % 3), priority: i % 2, concurrencyKey: i % 4 === 0 ? `c${i}` : null, rateKey: i % 5 === 0 ? `r${i}` : null })),
+          row({ now: 7, idempotencyKey: "mid" }),
+          ...Array.from({ length: 12 }, () => row({ now: 7, runAt: 7, job: "app/other", retry: other })),
+          ...Array.from({ length: 3 }, () => row({ now: 8, runAt: 9, scheduleId: "app/s", fireAt: 9, retryOf: "x" }))
+        ]
+        const results = await withStore(f, (s) => s.executionsInsert(rows))
+        expect(results).toEqual(rows.map((r) => ({ id: r.id, inserted: true })))
+        const stored = await withStore(f, (s) => Effect.forEach(rows, (r) => s.executionsGet(r.id)))
+        for (const [i, r] of rows.entries()) {
+          expect({ i, ...stored[i]! }).toMatchObject({
+            i, job: r.job, queue: r.queue, priority: r.priority, runAt: r.runAt, createdAt: r.now, retry: r.retry, maxAttempts: r.retry.attempts,
+            timeoutMs: r.timeoutMs, idempotencyKey: r.idempotencyKey, scheduleId: r.scheduleId ?? null, fireAt: r.fireAt ?? null,
+            retryOf: r.retryOf ?? null, concurrencyKey: r.concurrencyKey ?? null, rateKey: r.rateKey ?? null, payload: JSON.parse(r.payload)
+          })
+        }
+        // Same priority and due time: claimed in the order given.
+        const claimed = await withStore(f, (s) => s.executionsClaim(claim({ limit: 200, now: 7 })))
+        expect(claimed.filter((e) => e.priority === 0).slice(0, 130).map((e) => e.id)).toEqual(rows.slice(0, 130).map((r) => r.id))
+      })
+
       test("an existing (job, key) returns the existing execution with inserted false, whatever its state", async () => {
         const first = row({ idempotencyKey: "same" })
         await withStore(f, (s) => s.executionsInsert([first]))

@@ -20,6 +20,7 @@ import type { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import type { InsertRequest, InsertResult } from "../Store.ts"
 import { StoreError } from "../Store.ts"
+import { encodeRetry } from "../RetryText.ts"
 
 /** Turns before giving up on a key whose holder moves on every turn. */
 const maxTurns = 5
@@ -47,7 +48,7 @@ export const insertDeduped = (
         WITH ins AS (
           INSERT INTO roster_executions (id, job, queue, state, payload, priority, attempt, max_attempts, retry, timeout_ms,
             run_at, created_at, idempotency_key, schedule_id, fire_at, retry_of, trace_context, concurrency_key, rate_key, dedupe_key)
-          VALUES (${r.id}, ${r.job}, ${r.queue}, 'queued', ${r.payload}, ${r.priority}, 0, ${r.retry.attempts}, ${JSON.stringify(r.retry)},
+          VALUES (${r.id}, ${r.job}, ${r.queue}, 'queued', ${r.payload}, ${r.priority}, 0, ${r.retry.attempts}, ${encodeRetry(r.retry)},
                   ${r.timeoutMs}, ${r.runAt}, ${r.now}, NULL, ${r.scheduleId ?? null}, ${r.fireAt ?? null}, ${r.retryOf ?? null},
                   ${r.traceContext ?? null}, ${r.concurrencyKey ?? null}, ${r.rateKey ?? null}, ${key})
           ON CONFLICT (job, dedupe_key) WHERE dedupe_key IS NOT NULL AND state IN ('queued', 'running', 'waiting') DO NOTHING

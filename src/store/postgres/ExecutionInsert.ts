@@ -23,6 +23,7 @@ import type { InsertRequest, InsertResult } from "../Store.ts"
 import { StoreError } from "../Store.ts"
 import { insertDeduped } from "./DedupeInsert.ts"
 import { int4Array, int8Array, textArray } from "./PgValues.ts"
+import { encodeRetry } from "../RetryText.ts"
 
 /** The channel every Roster wake-up is sent on; listeners filter by schema. */
 export const wakeChannel = "roster_wake"
@@ -61,7 +62,7 @@ const columns = (rows: ReadonlyArray<InsertRequest>) => ({
   payload: rows.map((r) => r.payload),
   priority: rows.map((r) => r.priority),
   maxAttempts: rows.map((r) => r.retry.attempts),
-  retry: rows.map((r) => JSON.stringify(r.retry)),
+  retry: rows.map((r) => encodeRetry(r.retry)),
   timeoutMs: rows.map((r) => r.timeoutMs),
   runAt: rows.map((r) => r.runAt),
   createdAt: rows.map((r) => r.now),

@@ -13,6 +13,7 @@ import { parseWait, type Signal, type SignalSendResult } from "../../jobs/Wait.t
 import type { ExecutionState } from "../Execution.ts"
 import { type InsertRequest, type InsertResult, type Outcome, StoreError } from "../Store.ts"
 import { type Int8, num, numOrNull, textArray } from "./PgValues.ts"
+import { encodeRetry } from "../RetryText.ts"
 
 type Park = Extract<Outcome, { kind: "park" }>
 
@@ -94,7 +95,7 @@ export const makePgOrchestration = (sql: PgClient.PgClient, origin: string) => {
           INSERT INTO roster_executions (id, job, queue, state, payload, priority, attempt, max_attempts, retry, timeout_ms,
             run_at, created_at, idempotency_key, schedule_id, fire_at, retry_of, trace_context, concurrency_key, rate_key,
             dedupe_key, parent_id, parent_step)
-          VALUES (${r.id}, ${r.job}, ${r.queue}, 'queued', ${r.payload}, ${r.priority}, 0, ${r.retry.attempts}, ${JSON.stringify(r.retry)},
+          VALUES (${r.id}, ${r.job}, ${r.queue}, 'queued', ${r.payload}, ${r.priority}, 0, ${r.retry.attempts}, ${encodeRetry(r.retry)},
             ${r.timeoutMs}, ${r.runAt}, ${r.now}, ${r.idempotencyKey}, ${r.scheduleId ?? null}, ${r.fireAt ?? null}, ${r.retryOf ?? null},
             ${r.traceContext ?? null}, ${r.concurrencyKey ?? null}, ${r.rateKey ?? null}, ${r.dedupeKey ?? null}, ${req.parentId}, ${req.step})
           ON CONFLICT DO NOTHING

@@ -18,7 +18,8 @@ import { intOrNull } from "../ExecutionRow.ts"
 import { bool, type FireRow, type ScheduleRow, toFire, toSchedule } from "../ScheduleRow.ts"
 import { checksOverlap, executionToInsert, fireExecutionMoved, fireResultOf, fireWriteOf, historyPageOf, isLive, unknownFire } from "../FireRules.ts"
 import { deleteRefusal, isRefusal, notFound, pauseRefusal, planFileSync, type Refusal, syncResultOf, updateOf, upsertRefusal } from "../ScheduleRules.ts"
-import { attempt, makeStatements } from "./SqliteStore.ts"
+import { makeStatements } from "./InsertStatements.ts"
+import { attempt } from "./SqliteStore.ts"
 
 /** Builds the SQLite ScheduleStore over an open, migrated database. */
 export const makeSqliteScheduleStore = (db: Database): ScheduleStore["Service"] => {

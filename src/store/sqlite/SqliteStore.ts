@@ -17,13 +17,14 @@ import { Store, StoreError, type StoreErrorReason } from "../Store.ts"
 import { makeSqliteFlow } from "./SqliteFlowClaim.ts"
 import { makeSqliteOrchestration } from "./SqliteOrchestration.ts"
 import { byRowClaimOrder, type ClaimedRow } from "./ClaimOrder.ts"
-import { insertDeduped } from "./DedupeInsert.ts"
 import { makeSqliteQueues } from "./SqliteQueues.ts"
 import { makeSqliteStats } from "./SqliteStats.ts"
 import { makeSqliteWorkers } from "./SqliteWorkers.ts"
 import { applyMigrations, openDatabase, type SqliteOptions } from "./SqliteConnection.ts"
 import { isWatchable, nextWrite } from "./FileEvents.ts"
 import { makeWalSync } from "./WalSync.ts"
+import { makeStatements } from "./InsertStatements.ts"
+import { checkpointerOnDemand, type NoteWrites } from "./Checkpointer.ts"
 
 /** How long the change watch keeps reading every pollMs after a file moved or data_version changed. */
 const watchHotMs = 250
@@ -34,99 +35,12 @@ const watchQuickReads = 4
 
 export type { SqliteOptions } from "./SqliteConnection.ts"
 
-/** A retry snapshot as JSON text; a Job's snapshot is one object, so it is encoded once. */
-const retryTexts = new WeakMap<object, string>()
-const retryJson = (retry: InsertRequest["retry"]): string => {
-  let text = retryTexts.get(retry)
-  if (text === undefined) retryTexts.set(retry, (text = JSON.stringify(retry)))
-  return text
-}
 
 /**
- * The synchronous statements of the SQLite store, prepared once. Exposed so that
- * transactional enqueue can run the same insert on a caller's own connection.
+ * Builds the SQLite Store over an open database. `noteWrites` hears how many rows each
+ * insert, claim, outcome batch and log batch wrote (Checkpointer.ts starts its thread by it).
  */
-export const makeStatements = (db: Database) => {
-  const insert = db.query<{ id: string }, Array<string | number | null>>(
-    `INSERT INTO roster_executions (id, job, queue, state, payload, priority, attempt, max_attempts, retry, timeout_ms,
-       run_at, created_at, idempotency_key, schedule_id, fire_at, retry_of, trace_context, concurrency_key, rate_key, dedupe_key,
-       parent_id, parent_step)
-     VALUES (?, ?, ?, 'queued', ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT DO NOTHING RETURNING id`
-  )
-  const byKey = db.query<{ id: string }, [string, string]>(
-    "SELECT id FROM roster_executions WHERE job = ? AND idempotency_key = ?"
-  )
-  const tryInsert = (r: InsertRequest): boolean =>
-    (insert.get(
-      r.id, r.job, r.queue, r.payload, r.priority, r.retry.attempts, retryJson(r.retry), r.timeoutMs,
-      r.runAt, r.now, r.idempotencyKey, r.scheduleId ?? null, r.fireAt ?? null, r.retryOf ?? null, r.traceContext ?? null,
-      r.concurrencyKey ?? null, r.rateKey ?? null, r.dedupeKey ?? null, r.parentId ?? null, r.parentStep ?? null
-    ) ?? null) !== null
-  const insertOne = (r: InsertRequest): InsertResult => {
-    // A dedupe key (modes active, replace) is held only while queued or running: DedupeInsert.ts.
-    if ((r.dedupeKey ?? null) !== null) return insertDeduped(db, r, tryInsert)
-    const key = r.idempotencyKey
-    if (tryInsert(r)) return { id: r.id, inserted: true }
-    if (key === null) throw new Error(`execution id ${r.id} already exists`)
-    const existing = byKey.get(r.job, key)
-    if (!existing) throw new Error(`insert of ${r.job} with key ${key} conflicted but no row was found`)
-    return { id: existing.id, inserted: false }
-  }
-  // Rows without an idempotency key cannot conflict: insert them many at a time, with one
-  // prepared multi-row INSERT of bound parameters (measured 2× faster than json_each).
-  const keylessColumns = "(?, ?, ?, 'queued', ?, ?, 0, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, NULL)"
-  const keylessInsert = (rowsPerStatement: number) => db.query<never, Array<string | number | null>>(
-    `INSERT INTO roster_executions (id, job, queue, state, payload, priority, attempt, max_attempts, retry, timeout_ms,
-       run_at, created_at, idempotency_key, schedule_id, fire_at, retry_of, trace_context, concurrency_key, rate_key, dedupe_key)
-     VALUES ${Array.from({ length: rowsPerStatement }, () => keylessColumns).join(", ")}`
-  )
-  const bulkRows = 100
-  const insertBulk = keylessInsert(bulkRows)
-  const insertSingle = keylessInsert(1)
-  const pushParams = (params: Array<string | number | null>, r: InsertRequest) => {
-    params.push(r.id, r.job, r.queue, r.payload, r.priority, r.retry.attempts, retryJson(r.retry), r.timeoutMs,
-      r.runAt, r.now, r.scheduleId ?? null, r.fireAt ?? null, r.retryOf ?? null, r.traceContext ?? null,
-      r.concurrencyKey ?? null, r.rateKey ?? null)
-  }
-  const insertKeyless = (rows: ReadonlyArray<InsertRequest>) => {
-    let i = 0
-    for (; i + bulkRows <= rows.length; i += bulkRows) {
-      const params: Array<string | number | null> = []
-      for (let j = i; j < i + bulkRows; j++) pushParams(params, rows[j]!)
-      insertBulk.run(...params)
-    }
-    for (; i < rows.length; i++) {
-      const params: Array<string | number | null> = []
-      pushParams(params, rows[i]!)
-      insertSingle.run(...params)
-    }
-  }
-  /**
-   * Inserts rows in their order (the caller holds the transaction), so rowids follow it:
-   * the claim breaks ties by rowid (ClaimOrder.ts). Each run of keyless rows goes in
-   * many at a time; results match the input order.
-   */
-  const insertAll = (rows: ReadonlyArray<InsertRequest>): Array<InsertResult> => {
-    const isKeyless = (r: InsertRequest) => r.idempotencyKey === null && (r.dedupeKey ?? null) === null
-    const results = new Array<InsertResult>(rows.length)
-    let run = 0 // where the current run of keyless rows starts
-    for (let i = 0; i <= rows.length; i++) {
-      if (i < rows.length && isKeyless(rows[i]!)) continue
-      if (i > run) {
-        insertKeyless(run === 0 && i === rows.length ? rows : rows.slice(run, i))
-        for (let j = run; j < i; j++) results[j] = { id: rows[j]!.id, inserted: true }
-      }
-      if (i < rows.length) results[i] = insertOne(rows[i]!)
-      run = i + 1
-    }
-    return results
-  }
-  return { insertOne, insertAll }
-}
-
-/** Builds the SQLite Store over an open database. */
-export const makeSqliteStore = (db: Database): Store["Service"] => {
+export const makeSqliteStore = (db: Database, noteWrites: NoteWrites = () => {}): Store["Service"] => {
   const configuredSync = (db.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous
   /**
    * Runs a write whose loss on power failure is harmless without its own fsync: in WAL
@@ -357,6 +271,12 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
     return cancel.result
   })
 
+  /** A committed write's result, its rows told to `noteWrites` first. */
+  const wrote = <A>(rows: number, result: A): A => {
+    if (rows > 0) noteWrites(rows)
+    return result
+  }
+
   const whereOf = (f: ExecutionFilter): { sql: string; params: Array<string | number> } => {
     const clauses = filterClauses(f)
     return {
@@ -367,7 +287,7 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
 
   return Store.of({
     migrate: Effect.flatMap(Clock.currentTimeMillis, (now) => attempt("migrate", () => void applyMigrations(db, now))),
-    executionsInsert: (rows) => attempt("insert executions", () => (rows.length === 0 ? [] : insertMany.immediate(rows))),
+    executionsInsert: (rows) => attempt("insert executions", () => (rows.length === 0 ? [] : wrote(rows.length, insertMany.immediate(rows)))),
     startsOnInsert: true,
     executionsInsertInline: (rows) =>
       attempt("insert executions", () => {
@@ -376,7 +296,7 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
         // (an app's transaction on the same file), which no busy wait here can outlast.
         db.run("PRAGMA busy_timeout = 0")
         try {
-          return insertMany.immediate(rows)
+          return wrote(rows.length, insertMany.immediate(rows))
         } catch (e) {
           if (sqliteCode(e).startsWith("SQLITE_BUSY")) return null
           throw e
@@ -385,14 +305,15 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
         }
       }),
     executionsInsertStarting: (rows, offers) =>
-      attempt("insert executions", () => (rows.length === 0 ? { results: [], started: [] } : (walSync.enabled ? relaxed(() => insertStarting.immediate(rows, offers)) : insertStarting.immediate(rows, offers)))),
+      attempt("insert executions", () => (rows.length === 0 ? { results: [], started: [] } : wrote(rows.length, walSync.enabled ? relaxed(() => insertStarting.immediate(rows, offers)) : insertStarting.immediate(rows, offers)))),
     executionsClaim: (req) =>
       attempt("claim executions", () => {
         if (claimsNothing(req)) return []
         const rows = relaxed(() => claim.all(req.workerId, req.now + req.leaseMs, req.now, req.queue, JSON.stringify(req.jobs), req.limit))
+        noteWrites(rows.length)
         return rows.sort(byRowClaimOrder).map(toExecution)
       }),
-    executionsFinish: (outcomes) => attempt("record outcomes", () => (outcomes.length === 0 ? [] : finishMany.immediate(outcomes))),
+    executionsFinish: (outcomes) => attempt("record outcomes", () => (outcomes.length === 0 ? [] : wrote(outcomes.length, finishMany.immediate(outcomes)))),
     syncCommitted: Effect.mapError(walSync.sync, (cause) => toStoreError("sync the WAL to disk", cause)),
     executionsHeartbeat: (req) =>
       attempt("heartbeat", () => ({
@@ -431,7 +352,7 @@ export const makeSqliteStore = (db: Database): Store["Service"] => {
     stepsSave: (s) => attempt("save step", () => stepSave.run(s.executionId, s.name, s.output, s.attempt, s.createdAt).changes === 1),
     executionsPrune: (req) => attempt("prune executions", () => prune.immediate(req.succeededBefore, req.failedBefore, pruneLimit(req.limit))),
     logsAppend: ({ lines, drops }) =>
-      attempt("append logs", () => (lines.length + drops.length === 0 ? undefined : relaxed(() => logsAppend.immediate(lines, drops)))),
+      attempt("append logs", () => (lines.length + drops.length === 0 ? undefined : wrote(lines.length + drops.length, relaxed(() => logsAppend.immediate(lines, drops))))),
     logsList: (id) =>
       attempt("list logs", () => ({ lines: logSelect.all(id).map(toLogLine), drops: dropSelect.all(id).map(toLogDrops) })),
     // data_version is an in-memory read that moves whenever another connection commits.
@@ -546,4 +467,4 @@ export const acquireDatabase = (options: SqliteOptions) =>
 
 /** The SQLite Store as a Layer: opens the file, migrates, closes it with the scope. */
 export const layerSqlite = (options: SqliteOptions): Layer.Layer<Store, StoreError> =>
-  Layer.effect(Store, Effect.map(acquireDatabase(options), makeSqliteStore))
+  Layer.effect(Store, Effect.flatMap(acquireDatabase(options), (db) => Effect.map(checkpointerOnDemand(db), (checkpoints) => makeSqliteStore(db, checkpoints.noteWrites))))

@@ -8,7 +8,7 @@
  */
 import type { Database } from "bun:sqlite"
 import type { InsertRequest, InsertResult } from "../Store.ts"
-import { makeStatements } from "./SqliteStore.ts"
+import { makeStatements } from "./InsertStatements.ts"
 
 const statements = new WeakMap<Database, ReturnType<typeof makeStatements>>()
 
