@@ -1,7 +1,7 @@
 /**
  * The SQLite limit under Roster: Roster's own store (src/store/sqlite, the same
- * statements, transactions, schema and synchronous=FULL) called synchronously, with no
- * runtime around it — no Client, fibers, actors, group commit or handler context. It is
+ * statements, transactions, schema, synchronous=FULL and checkpoint thread) called
+ * synchronously, with no runtime around it — no Client, fibers, actors, group commit or handler context. It is
  * the ceiling the Roster rows are measured against in the same run (issue 17's "one
  * fsync'd commit per call", and DESIGN §4's claim + complete in batches):
  * - enqueue 1-by-1: one insert transaction, one fsync, per call;
@@ -11,9 +11,10 @@
  *   many at concurrency 50);
  * - latency: the same loop polling without pause (it holds a core; a floor, not a design).
  */
-import { Effect } from "effect"
+import { Effect, Exit, Scope } from "effect"
 import { join } from "node:path"
 import * as RetryPolicy from "../../src/jobs/RetryPolicy.ts"
+import { checkpointerOnDemand } from "../../src/store/sqlite/Checkpointer.ts"
 import { applyMigrations, openDatabase } from "../../src/store/sqlite/SqliteConnection.ts"
 import { makeSqliteStore } from "../../src/store/sqlite/SqliteStore.ts"
 import type { InsertRequest, Outcome } from "../../src/store/Store.ts"
@@ -39,7 +40,10 @@ const open = async (): Promise<Store> => {
   const tmp = tempDir("sqlite-limit")
   const db = openDatabase({ path: join(tmp.dir, "roster.db"), synchronous: "FULL" })
   applyMigrations(db, Date.now())
-  const store = makeSqliteStore(db)
+  // The store's own checkpoint thread, started as the store's layer starts it.
+  const scope = Effect.runSync(Scope.make())
+  const checkpoints = Effect.runSync(Scope.provide(checkpointerOnDemand(db), scope))
+  const store = makeSqliteStore(db, checkpoints.noteWrites)
   const run = <A, E>(effect: Effect.Effect<A, E>): A => Effect.runSync(effect)
   let running = false
   let stopped: Promise<void> = Promise.resolve()
@@ -71,6 +75,7 @@ const open = async (): Promise<Store> => {
     close: async () => {
       running = false
       await stopped
+      await Effect.runPromise(Scope.close(scope, Exit.void))
       db.close(false)
       tmp.cleanup()
     }
