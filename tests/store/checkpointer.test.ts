@@ -83,6 +83,21 @@ describe("the checkpoint thread", () => {
     reopened.close()
   })
 
+  test("runs from a program compiled with bun build --compile (its source survives bundling)", async () => {
+    const binary = join(dir, "checkpoint-thread")
+    const build = Bun.spawnSync([bunBinary, "build", "--compile", "--minify", join(repoRoot, "tests/fixtures/scripts/checkpoint-thread.ts"), "--outfile", binary], {
+      cwd: repoRoot,
+      stderr: "pipe",
+      stdout: "pipe"
+    })
+    expect(build.exitCode, build.stderr.toString()).toBe(0)
+    const run = Bun.spawnSync([binary, join(dir, "compiled.db")], { cwd: dir, stderr: "pipe", stdout: "pipe" })
+    expect(run.exitCode, run.stderr.toString()).toBe(0)
+    const report = JSON.parse(run.stdout.toString()) as { state: string; reason: string | null; checkpoints: number }
+    expect(report).toMatchObject({ state: "watching", reason: null })
+    expect(report.checkpoints).toBeGreaterThan(0)
+  }, 60_000)
+
   test("does not create a missing file: it ends unavailable and says why", async () => {
     const path = join(dir, "missing.db")
     const thread = startCheckpointer(path, 2)

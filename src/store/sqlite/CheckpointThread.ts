@@ -4,7 +4,8 @@
  * (`PRAGMA wal_checkpoint(PASSIVE)`) once enough of them have piled up, so the
  * process's writer rarely has to. It runs from its source text (a Blob URL), which works
  * the same from the sources, the built package and a `roster build` binary; so this
- * function is self-contained: it uses only globals and `require`, never an import.
+ * function is self-contained: it uses only globals and the modules it is given, never an
+ * import (a bundler would rewrite one, and the Worker could not resolve it).
  *
  * How it knows the WAL's length without checkpointing: the wal-index header in the
  * `-shm` file holds the last frame (`mxFrame`) and how many are already copied back
@@ -49,11 +50,16 @@ export interface ThreadEnd {
   readonly reason?: string
 }
 
+/** The modules the thread uses, loaded by its source's prelude (Checkpointer.ts). */
+export interface ThreadModules {
+  readonly sqlite: typeof import("bun:sqlite")
+  readonly fs: typeof import("node:fs")
+}
+
 /** Runs in the Worker: see the module comment. */
-export function checkpointThread(): void {
-  // Inside the Worker: `require` and the Worker's global scope.
-  const { Database } = require("bun:sqlite") as typeof import("bun:sqlite")
-  const fs = require("node:fs") as typeof import("node:fs")
+export function checkpointThread(modules: ThreadModules): void {
+  const { Database } = modules.sqlite
+  const fs = modules.fs
   const scope = globalThis as unknown as {
     onmessage: ((event: { data: ThreadStart }) => void) | null
     postMessage: (message: ThreadEnd) => void

@@ -45,15 +45,21 @@ export interface Checkpointer {
   readonly state: () => keyof typeof threadState
   /** Why the thread could not watch, once it is `unavailable`. */
   readonly reason: () => string | undefined
+  /** Settles once the thread has ended (closed, unavailable or failed). */
+  readonly ended: Promise<void>
   /** Ends the thread; resolves once its connection is closed (or after `timeoutMs`, the thread terminated). */
   readonly stop: (timeoutMs?: number) => Promise<void>
 }
 
 const stateNames = Object.fromEntries(Object.entries(threadState).map(([name, value]) => [value, name])) as Record<number, keyof typeof threadState>
 
+// The thread's source: a prelude that loads its modules (a string, so no bundler rewrites
+// the require), then the function's own text.
 let threadUrl: string | undefined
 const sourceUrl = (): string =>
-  (threadUrl ??= URL.createObjectURL(new Blob([`(${checkpointThread.toString()})()`], { type: "application/javascript" })))
+  (threadUrl ??= URL.createObjectURL(new Blob([
+    `(${checkpointThread.toString()})({ sqlite: require("bun:sqlite"), fs: require("node:fs") })`
+  ], { type: "application/javascript" })))
 
 /** Starts the checkpoint thread on the WAL-mode file at `path`, whose writer runs at `synchronous` (0–3). */
 export const startCheckpointer = (path: string, synchronous: number, options: CheckpointerOptions = {}): Checkpointer => {
@@ -91,6 +97,7 @@ export const startCheckpointer = (path: string, synchronous: number, options: Ch
     behind: () => Atomics.load(control, cell.behind),
     state: () => stateNames[Atomics.load(control, cell.state)] ?? "starting",
     reason: () => reason,
+    ended: done,
     stop: async (timeoutMs = 5_000) => {
       Atomics.store(control, cell.stop, 1)
       Atomics.notify(control, cell.stop)
@@ -134,6 +141,7 @@ export const checkpointerOnDemand = (db: Database, options: CheckpointerOptions 
   Effect.gen(function*() {
     if (!checkpointable(db)) return never
     const synchronous = (db.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous
+    const context = yield* Effect.context<never>()
     let running: Checkpointer | undefined
     let open = true
     let left = options.startAfterRows ?? defaultStartAfterRows
@@ -146,7 +154,12 @@ export const checkpointerOnDemand = (db: Database, options: CheckpointerOptions 
     return {
       noteWrites: (rows) => {
         if (running !== undefined || !open || (left -= rows) > 0) return
-        running = startCheckpointer(db.filename, synchronous, options)
+        const thread = (running = startCheckpointer(db.filename, synchronous, options))
+        // A thread that could not watch is said once: the writer's own checkpoints carry on.
+        void thread.ended.then(() => {
+          if (thread.state() !== "unavailable" || (process.platform !== "linux" && thread.reason()?.includes("/proc"))) return
+          Effect.runForkWith(context)(Effect.logWarning(`SQLite checkpoint thread not running (${thread.reason()}); commits checkpoint as SQLite does by default`))
+        })
       },
       running: () => running
     } satisfies OnDemand
