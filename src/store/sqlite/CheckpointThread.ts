@@ -79,7 +79,9 @@ export function checkpointThread(modules: ThreadModules): void {
     let db: InstanceType<typeof Database> | undefined
     try {
       db = new Database(start.path, { readwrite: true, create: false })
-      db.run("PRAGMA busy_timeout = 0")
+      // This thread may wait: a PASSIVE checkpoint never does, and the first read below
+      // should outlast a WAL recovery or restart another connection is making.
+      db.run("PRAGMA busy_timeout = 2000")
       db.run(`PRAGMA synchronous = ${Math.max(1, Math.min(3, Math.floor(start.synchronous)))}`)
       // A read makes SQLite map the wal-index, so its descriptor is open from here on.
       db.query("SELECT count(*) FROM sqlite_schema").get()
