@@ -23,7 +23,7 @@
 import type { Database } from "bun:sqlite"
 import { Effect } from "effect"
 import { cell, checkpointThread, type ThreadEnd, type ThreadStart, threadState } from "./CheckpointThread.ts"
-import { isWatchable } from "./FileEvents.ts"
+import { isWalFile } from "./FileEvents.ts"
 
 /** Settings of the checkpoint thread. */
 export interface CheckpointerOptions {
@@ -109,11 +109,6 @@ export const startCheckpointer = (path: string, synchronous: number, options: Ch
   }
 }
 
-/** Whether `db` can have a checkpoint thread: a WAL-mode file on a real path. */
-const checkpointable = (db: Database): boolean =>
-  isWatchable(db.filename) &&
-  (db.query("PRAGMA journal_mode").get() as { journal_mode: string } | null)?.journal_mode.toLowerCase() === "wal"
-
 /** Told how many rows a committed write changed; starts the thread once they add up. */
 export type NoteWrites = (rows: number) => void
 
@@ -139,7 +134,7 @@ const never: OnDemand = { noteWrites: () => {}, running: () => undefined }
  */
 export const checkpointerOnDemand = (db: Database, options: CheckpointerOptions & { readonly startAfterRows?: number } = {}) =>
   Effect.gen(function*() {
-    if (!checkpointable(db)) return never
+    if (!isWalFile(db)) return never
     const synchronous = (db.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous
     const context = yield* Effect.context<never>()
     let running: Checkpointer | undefined

@@ -18,6 +18,10 @@ import { Effect, Latch, type Scope } from "effect"
 /** Whether `filename` names a file whose folder could be watched (not `:memory:`, not a URI). */
 export const isWatchable = (filename: string): boolean => filename !== "" && filename !== ":memory:" && !filename.startsWith("file:")
 
+/** Whether `db` is a WAL-mode file on a real path: one with a `-wal` and a `-shm` file beside it. */
+export const isWalFile = (db: { readonly filename: string; query: (sql: string) => { get: () => unknown } }): boolean =>
+  isWatchable(db.filename) && ((db.query("PRAGMA journal_mode").get() as { journal_mode: string } | null)?.journal_mode.toLowerCase() === "wal")
+
 /**
  * Watches the database's files (`x.db`, `x.db-wal`, `x.db-shm`) until the scope closes;
  * the effect it returns ends at the first write or creation reported (or a failure of the

@@ -310,8 +310,7 @@ export const makeSqliteStore = (db: Database, noteWrites: NoteWrites = () => {})
       attempt("claim executions", () => {
         if (claimsNothing(req)) return []
         const rows = relaxed(() => claim.all(req.workerId, req.now + req.leaseMs, req.now, req.queue, JSON.stringify(req.jobs), req.limit))
-        noteWrites(rows.length)
-        return rows.sort(byRowClaimOrder).map(toExecution)
+        return wrote(rows.length, rows).sort(byRowClaimOrder).map(toExecution)
       }),
     executionsFinish: (outcomes) => attempt("record outcomes", () => (outcomes.length === 0 ? [] : wrote(outcomes.length, finishMany.immediate(outcomes)))),
     syncCommitted: Effect.mapError(walSync.sync, (cause) => toStoreError("sync the WAL to disk", cause)),

@@ -16,7 +16,7 @@
 import type { Database } from "bun:sqlite"
 import { closeSync, fdatasync, openSync } from "node:fs"
 import { Effect } from "effect"
-import { isWatchable } from "./FileEvents.ts"
+import { isWalFile } from "./FileEvents.ts"
 
 /** What the store needs of a deferred fsync. */
 export interface WalSync {
@@ -28,8 +28,7 @@ export interface WalSync {
 
 /** The deferred fsync of `db`'s WAL, given its configured `synchronous` level (0–3). */
 export const makeWalSync = (db: Database, configuredSync: number): WalSync => {
-  const mode = (db.query("PRAGMA journal_mode").get() as { journal_mode: string }).journal_mode
-  const enabled = configuredSync >= 2 && mode.toLowerCase() === "wal" && isWatchable(db.filename)
+  const enabled = configuredSync >= 2 && isWalFile(db)
   if (!enabled) return { enabled, sync: Effect.void }
   // Opened for each sync (≈ 10 µs) rather than kept: nothing to close when the database
   // closes. Read-only: fsync needs no write access.
