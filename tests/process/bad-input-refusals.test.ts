@@ -14,6 +14,7 @@ import { join } from "node:path"
 import { startDashboard } from "../dashboard/DashboardProcess.ts"
 import { acknowledge, expectAllRan, expectRefused } from "../support/badInput.ts"
 import { demoApps, ndjson, parseJsonOutput, repoRoot, tail, useScratch, waitFor, type Scratch } from "../support/processes.ts"
+import { rowidOf } from "../../src/store/sqlite/ExecutionRowid.ts"
 
 const refusalApps = join(repoRoot, "tests/fixtures/refusal-apps")
 
@@ -28,10 +29,11 @@ const nested = (levels: number): unknown => {
 const insertCopy = (s: Scratch, of: string, set: { readonly payload?: string; readonly runAt?: number; readonly createdAt?: number }): string => {
   const id = Bun.randomUUIDv7()
   s.sqlite().query(
-    `INSERT INTO roster_executions (id, job, queue, state, payload, priority, attempt, max_attempts, retry, timeout_ms, run_at, created_at)
-     SELECT ?, job, queue, state, coalesce(?, payload), priority, attempt, max_attempts, retry, timeout_ms, coalesce(?, run_at), coalesce(?, created_at)
-       FROM roster_executions WHERE id = ?`
-  ).run(id, set.payload ?? null, set.runAt ?? null, set.createdAt ?? null, of)
+    // The rowid made from the id, as Roster stores every row (src/store/sqlite/ExecutionRowid.ts).
+    `INSERT INTO roster_executions (seq, id, job, queue, state, payload, priority, attempt, max_attempts, retry, timeout_ms, run_at, created_at)
+     SELECT ?1, ?2, job, queue, state, coalesce(?3, payload), priority, attempt, max_attempts, retry, timeout_ms, coalesce(?4, run_at), coalesce(?5, created_at)
+       FROM roster_executions WHERE id = ?6`
+  ).run(rowidOf(id), id, set.payload ?? null, set.runAt ?? null, set.createdAt ?? null, of)
   return id
 }
 

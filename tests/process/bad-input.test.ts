@@ -8,6 +8,7 @@ import { describe, expect, test } from "bun:test"
 import { mkdirSync, writeFileSync, existsSync } from "node:fs"
 import { join } from "node:path"
 import { attemptsCte, demoApps, fixtureApps, parseJsonOutput, tail, useScratch, type ProcessResult } from "../support/processes.ts"
+import { rowidOf } from "../../src/store/sqlite/ExecutionRowid.ts"
 
 /** Exit 1 with exactly one line on stderr, starting `roster:`, and no stack trace. */
 const expectOneLineFailure = (r: ProcessResult, mentions?: RegExp) => {
@@ -111,9 +112,10 @@ describe("an undecodable stored payload", () => {
   const insertCopy = (s: ReturnType<typeof scratch>, of: string, payload: string): string => {
     const id = Bun.randomUUIDv7()
     s.sqlite().query(
-      `INSERT INTO roster_executions (id, job, queue, state, payload, priority, attempt, max_attempts, retry, timeout_ms, run_at, created_at)
-       SELECT ?, job, queue, state, ?, priority, attempt, max_attempts, retry, timeout_ms, run_at, created_at FROM roster_executions WHERE id = ?`
-    ).run(id, payload, of)
+      // The rowid made from the id, as Roster stores every row (src/store/sqlite/ExecutionRowid.ts).
+      `INSERT INTO roster_executions (seq, id, job, queue, state, payload, priority, attempt, max_attempts, retry, timeout_ms, run_at, created_at)
+       SELECT ?, ?, job, queue, state, ?, priority, attempt, max_attempts, retry, timeout_ms, run_at, created_at FROM roster_executions WHERE id = ?`
+    ).run(rowidOf(id), id, payload, of)
     return id
   }
 

@@ -15,6 +15,7 @@
  */
 import type { Database } from "bun:sqlite"
 import type { InsertRequest, InsertResult } from "../Store.ts"
+import { byIdSql } from "./ExecutionRowid.ts"
 
 const prepared = (db: Database) => ({
   holder: db.query<{ id: string; state: string }, [string, string]>(
@@ -23,16 +24,16 @@ const prepared = (db: Database) => ({
   ),
   replace: db.query<{ id: string }, [string, number, number, string | null, string | null, string]>(
     `UPDATE roster_executions SET payload = ?, run_at = ?, priority = ?, concurrency_key = ?, rate_key = ?
-      WHERE id = ? AND state = 'queued' RETURNING id`
+      WHERE ${byIdSql("?6")} AND state = 'queued' RETURNING id`
   ),
-  release: db.query<never, [string]>("UPDATE roster_executions SET dedupe_key = NULL WHERE id = ?")
+  release: db.query<never, [string]>(`UPDATE roster_executions SET dedupe_key = NULL WHERE ${byIdSql("?1")}`)
 })
 
 const statements = new WeakMap<Database, ReturnType<typeof prepared>>()
 
 /**
  * Inserts `r` (whose `dedupeKey` is set) under its dedupe mode. `tryInsert` runs the
- * store's own INSERT … ON CONFLICT DO NOTHING and says whether the row went in.
+ * store's own INSERT … ON CONFLICT DO NOTHING (at the id's rowid, or displaced) and says whether the row went in.
  */
 export const insertDeduped = (db: Database, r: InsertRequest, tryInsert: (r: InsertRequest) => boolean): InsertResult => {
   const key = r.dedupeKey

@@ -16,10 +16,11 @@ import type { Database, Statement } from "bun:sqlite"
 import { encodeRetry } from "../RetryText.ts"
 import type { InsertRequest, InsertResult } from "../Store.ts"
 import { insertDeduped } from "./DedupeInsert.ts"
+import { displacedBelow, rowidOf } from "./ExecutionRowid.ts"
 
 type Param = string | number | null
 
-const columns = `id, job, queue, state, payload, priority, attempt, max_attempts, retry, timeout_ms,
+const columns = `seq, id, job, queue, state, payload, priority, attempt, max_attempts, retry, timeout_ms,
        run_at, created_at, idempotency_key, schedule_id, fire_at, retry_of, trace_context, concurrency_key, rate_key, dedupe_key`
 
 /** Whether two rows agree on everything a block binds once, whatever its shape. */
@@ -45,7 +46,7 @@ const blockShape = (perRow: ReadonlyArray<string>, push: (out: Array<Param>, r: 
     const sharedAt = (c: string) => `?${rows * perRow.length + shared.indexOf(c) + 1}`
     const value = (k: number, c: string) => (perRow.includes(c) ? `?${k * perRow.length + perRow.indexOf(c) + 1}` : sharedAt(c))
     const tuples = Array.from({ length: rows }, (_, k) =>
-      `(${value(k, "id")}, ${value(k, "job")}, ${value(k, "queue")}, 'queued', ${value(k, "payload")}, ${value(k, "priority")}, 0, ` +
+      `(${value(k, "seq")}, ${value(k, "id")}, ${value(k, "job")}, ${value(k, "queue")}, 'queued', ${value(k, "payload")}, ${value(k, "priority")}, 0, ` +
       `${value(k, "max_attempts")}, ${value(k, "retry")}, ${value(k, "timeout_ms")}, ${value(k, "run_at")}, ${value(k, "created_at")}, NULL, ` +
       `${value(k, "schedule_id")}, ${value(k, "fire_at")}, ${value(k, "retry_of")}, ${value(k, "trace_context")}, ` +
       `${value(k, "concurrency_key")}, ${value(k, "rate_key")}, NULL)`)
@@ -54,6 +55,7 @@ const blockShape = (perRow: ReadonlyArray<string>, push: (out: Array<Param>, r: 
   const valueOf = (r: InsertRequest, c: string): Param => {
     switch (c) {
       case "id": return r.id
+      case "seq": return rowidOf(r.id)
       case "payload": return r.payload
       case "job": return r.job
       case "queue": return r.queue
@@ -82,41 +84,58 @@ const blockShape = (perRow: ReadonlyArray<string>, push: (out: Array<Param>, r: 
   return { sql, params }
 }
 
-const narrow = blockShape(["id", "payload"], (out, r) => void out.push(r.id, r.payload))
+const narrow = blockShape(["seq", "id", "payload"], (out, r) => void out.push(rowidOf(r.id), r.id, r.payload))
 const wide = blockShape(
-  ["id", "payload", "run_at", "priority", "concurrency_key", "rate_key"],
-  (out, r) => void out.push(r.id, r.payload, r.runAt, r.priority, r.concurrencyKey ?? null, r.rateKey ?? null)
+  ["seq", "id", "payload", "run_at", "priority", "concurrency_key", "rate_key"],
+  (out, r) => void out.push(rowidOf(r.id), r.id, r.payload, r.runAt, r.priority, r.concurrencyKey ?? null, r.rateKey ?? null)
 )
 const single = blockShape(
-  ["id", "job", "queue", "payload", "priority", "max_attempts", "retry", "timeout_ms", "run_at", "created_at", "schedule_id", "fire_at", "retry_of", "trace_context", "concurrency_key", "rate_key"],
+  ["seq", "id", "job", "queue", "payload", "priority", "max_attempts", "retry", "timeout_ms", "run_at", "created_at", "schedule_id", "fire_at", "retry_of", "trace_context", "concurrency_key", "rate_key"],
   (out, r) =>
-    void out.push(r.id, r.job, r.queue, r.payload, r.priority, r.retry.attempts, encodeRetry(r.retry), r.timeoutMs, r.runAt, r.now,
+    void out.push(rowidOf(r.id), r.id, r.job, r.queue, r.payload, r.priority, r.retry.attempts, encodeRetry(r.retry), r.timeoutMs, r.runAt, r.now,
       r.scheduleId ?? null, r.fireAt ?? null, r.retryOf ?? null, r.traceContext ?? null, r.concurrencyKey ?? null, r.rateKey ?? null)
 )
 
 /** The statements on `db`. */
 export const makeStatements = (db: Database) => {
   const insert = db.query<{ id: string }, Array<Param>>(
-    `INSERT INTO roster_executions (id, job, queue, state, payload, priority, attempt, max_attempts, retry, timeout_ms,
+    `INSERT INTO roster_executions (seq, id, job, queue, state, payload, priority, attempt, max_attempts, retry, timeout_ms,
        run_at, created_at, idempotency_key, schedule_id, fire_at, retry_of, trace_context, concurrency_key, rate_key, dedupe_key,
        parent_id, parent_step)
-     VALUES (?, ?, ?, 'queued', ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+     VALUES (?, ?, ?, ?, 'queued', ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT DO NOTHING RETURNING id`
   )
   const byKey = db.query<{ id: string }, [string, string]>(
     "SELECT id FROM roster_executions WHERE job = ? AND idempotency_key = ?"
   )
-  const tryInsert = (r: InsertRequest): boolean =>
+  const idAt = db.query<{ id: string }, [number]>("SELECT id FROM roster_executions WHERE seq = ?")
+  const lowest = db.query<{ seq: number | null }, []>("SELECT MIN(seq) AS seq FROM roster_executions")
+  const tryInsert = (r: InsertRequest, seq: number): boolean =>
     (insert.get(
-      r.id, r.job, r.queue, r.payload, r.priority, r.retry.attempts, encodeRetry(r.retry), r.timeoutMs,
+      seq, r.id, r.job, r.queue, r.payload, r.priority, r.retry.attempts, encodeRetry(r.retry), r.timeoutMs,
       r.runAt, r.now, r.idempotencyKey, r.scheduleId ?? null, r.fireAt ?? null, r.retryOf ?? null, r.traceContext ?? null,
       r.concurrencyKey ?? null, r.rateKey ?? null, r.dedupeKey ?? null, r.parentId ?? null, r.parentStep ?? null
     ) ?? null) !== null
+  /**
+   * Stores `r` at the rowid its id gives, or displaced (ExecutionRowid.ts) when another
+   * row holds that rowid or the id has none; false when a key or the id itself is taken.
+   */
+  const place = (r: InsertRequest): boolean => {
+    const seq = rowidOf(r.id)
+    if (seq !== null) {
+      if (tryInsert(r, seq)) return true
+      const holder = idAt.get(seq)
+      // Nothing at the rowid: a key conflicted. The id itself there: it exists.
+      if (holder === null || holder.id === r.id) return false
+    }
+    // A displaced row's id is unique by its own index: a second insert of it conflicts there.
+    return tryInsert(r, Math.min(lowest.get()?.seq ?? 0, displacedBelow) - 1)
+  }
   const insertOne = (r: InsertRequest): InsertResult => {
     // A dedupe key (modes active, replace) is held only while queued or running: DedupeInsert.ts.
-    if ((r.dedupeKey ?? null) !== null) return insertDeduped(db, r, tryInsert)
+    if ((r.dedupeKey ?? null) !== null) return insertDeduped(db, r, place)
     const key = r.idempotencyKey
-    if (tryInsert(r)) return { id: r.id, inserted: true }
+    if (place(r)) return { id: r.id, inserted: true }
     if (key === null) throw new Error(`execution id ${r.id} already exists`)
     const existing = byKey.get(r.job, key)
     if (!existing) throw new Error(`insert of ${r.job} with key ${key} conflicted but no row was found`)
@@ -146,20 +165,33 @@ export const makeStatements = (db: Database) => {
           let alike = true
           for (let j = i + 1; j < i + size && alike; j++) alike = sameTimeAndKeys(rows[i]!, rows[j]!)
           const shape = alike ? narrow : wide
-          statement((alike ? narrowSql : wideSql)[size === 100 ? 0 : 1]).run(...shape.params(rows, i, size))
+          runBlock(statement((alike ? narrowSql : wideSql)[size === 100 ? 0 : 1]), shape.params(rows, i, size), rows, i, size)
           i += size
         }
       }
-      for (; i < end; i++) statement(singleSql).run(...single.params(rows, i, 1))
+      for (; i < end; i++) runBlock(statement(singleSql), single.params(rows, i, 1), rows, i, 1)
     }
   }
   /**
-   * Inserts rows in their order (the caller holds the transaction), so rowids follow it:
-   * the claim breaks ties by rowid (ClaimOrder.ts). Each run of keyless rows goes in
+   * Runs one block; if one of its rowids is taken (ids made in the same millisecond by
+   * another process), the block's statement changes nothing and its rows go one by one.
+   */
+  const runBlock = (s: Statement<never, Array<Param>>, params: Array<Param>, rows: ReadonlyArray<InsertRequest>, from: number, count: number) => {
+    try {
+      s.run(...params)
+    } catch (e) {
+      if ((e as { code?: unknown }).code !== "SQLITE_CONSTRAINT_PRIMARYKEY") throw e
+      for (let j = from; j < from + count; j++) insertOne(rows[j]!)
+    }
+  }
+  /**
+   * Inserts rows in their order (the caller holds the transaction); the claim breaks ties
+   * by rowid, which follows the id (ClaimOrder.ts). Each run of keyless rows goes in
    * many at a time; results match the input order.
    */
   const insertAll = (rows: ReadonlyArray<InsertRequest>): Array<InsertResult> => {
-    const isKeyless = (r: InsertRequest) => r.idempotencyKey === null && (r.dedupeKey ?? null) === null
+    // (A row whose id has no rowid of its own goes alone, displaced.)
+    const isKeyless = (r: InsertRequest) => r.idempotencyKey === null && (r.dedupeKey ?? null) === null && rowidOf(r.id) !== null
     const results = new Array<InsertResult>(rows.length)
     let run = 0 // where the current run of keyless rows starts
     for (let i = 0; i <= rows.length; i++) {

@@ -31,8 +31,8 @@ export const makeSqliteFlow = (
   const starts = db.query<{ scope: string; expires_at: number; n: number }, [string, number]>(
     "SELECT scope, expires_at, n FROM roster_rate_starts WHERE queue = ? AND expires_at > ?"
   )
-  const candidates = db.query<{ id: string; job: string; concurrency_key: string | null; rate_key: string | null }, [string, number, string, string, string, number]>(
-    `SELECT id, job, concurrency_key, rate_key FROM roster_executions INDEXED BY roster_executions_claim
+  const candidates = db.query<{ id: string; seq: number; job: string; concurrency_key: string | null; rate_key: string | null }, [string, number, string, string, string, number]>(
+    `SELECT id, seq, job, concurrency_key, rate_key FROM roster_executions INDEXED BY roster_executions_claim
       WHERE state IN ('queued','waiting') AND queue = ?1 AND run_at <= ?2 AND job IN (SELECT value FROM json_each(?3))
         AND (concurrency_key IS NULL OR (job || char(31) || concurrency_key) NOT IN (SELECT value FROM json_each(?4)))
         AND (rate_key IS NULL OR (job || char(31) || rate_key) NOT IN (SELECT value FROM json_each(?5)))
@@ -42,8 +42,8 @@ export const makeSqliteFlow = (
   const claimIds = db.query<ClaimedRow, [string, number, number, string]>(
     `UPDATE roster_executions
         SET state = 'running', attempt = attempt + 1, lease_owner = ?1, lease_expires_at = ?2, started_at = ?3
-      WHERE id IN (SELECT value FROM json_each(?4)) AND state IN ('queued','waiting')
-      RETURNING rowid AS seq, *`
+      WHERE seq IN (SELECT value FROM json_each(?4)) AND state IN ('queued','waiting')
+      RETURNING *`
   )
   const addStart = db.query("INSERT INTO roster_rate_starts (queue, scope, expires_at, n) VALUES (?, ?, ?, ?)")
   const pruneStarts = db.query("DELETE FROM roster_rate_starts WHERE queue = ? AND expires_at <= ?")
@@ -74,9 +74,11 @@ export const makeSqliteFlow = (
     const { state, room, jobs, scanSize } = plan
     const scanned = candidates.all(
       req.queue, req.now, JSON.stringify(jobs), JSON.stringify(state.blockedConcurrency), JSON.stringify(state.blockedRate), scanSize
-    ).map((r): Candidate => ({ id: r.id, job: r.job, concurrencyKey: r.concurrency_key, rateKey: r.rate_key }))
-    const chosen = selectClaims(req.limits, state, flow.starts, scanned, want, req.now)
-    const rows = chosen.ids.length === 0 ? [] : claimIds.all(req.workerId, req.now + req.leaseMs, req.now, JSON.stringify(chosen.ids))
+    )
+    const seqOf = new Map(scanned.map((r) => [r.id, r.seq]))
+    const chosen = selectClaims(req.limits, state, flow.starts, scanned.map((r): Candidate => ({ id: r.id, job: r.job, concurrencyKey: r.concurrency_key, rateKey: r.rate_key })), want, req.now)
+    // Claimed by rowid (the scan read it): no lookup of the ids.
+    const rows = chosen.ids.length === 0 ? [] : claimIds.all(req.workerId, req.now + req.leaseMs, req.now, JSON.stringify(chosen.ids.map((id) => seqOf.get(id)!)))
     for (const s of chosen.starts) addStart.run(req.queue, s.scope, s.expiresAt, s.n)
     for (const r of rows) seqs.set(r.id, r.seq)
     return { executions: rows.map(toExecution), retryAt: chosen.retryAt, again: scanAgain(chosen.ids.length, room, scanned.length, scanSize) }

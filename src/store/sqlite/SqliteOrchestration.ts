@@ -9,6 +9,7 @@ import type { Database } from "bun:sqlite"
 import { parseWait, type Signal, type SignalSendResult } from "../../jobs/Wait.ts"
 import type { ExecutionState } from "../Execution.ts"
 import type { InsertRequest, InsertResult, Outcome } from "../Store.ts"
+import { byIdSql, inIdsSql, inJsonIdsSql } from "./ExecutionRowid.ts"
 
 type Park = Extract<Outcome, { kind: "park" }>
 
@@ -20,32 +21,32 @@ export const makeSqliteOrchestration = (db: Database, insertOne: (r: InsertReque
         SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'waiting' END,
             finished_at = CASE WHEN cancel_requested THEN ?1 ELSE finished_at END,
             run_at = ?2, wait = ?3, attempt = attempt - 1, started_at = NULL, lease_owner = NULL, lease_expires_at = NULL
-      WHERE id = ?4 AND lease_owner = ?5 AND attempt = ?6 AND state = 'running'
+      WHERE ${byIdSql("?4")} AND lease_owner = ?5 AND attempt = ?6 AND state = 'running'
       RETURNING state`
   )
   /** A waiting parent whose awaited children have all ended is due now. */
-  // Driven by the wait's id list (a primary-key lookup per id, stopping at the first
+  // Driven by the wait's id list (a rowid lookup per id, stopping at the first
   // active child): with the ids as an IN list instead, SQLite re-reads the list for every
   // child row and a fan-in of 10,000 children never finishes (bench/RESULTS.md).
-  const childrenDone = `NOT EXISTS (SELECT 1 FROM json_each(p.wait, '$.ids') j JOIN roster_executions c ON c.id = j.value
+  const childrenDone = `NOT EXISTS (SELECT 1 FROM json_each(p.wait, '$.ids') j JOIN roster_executions c ON ${byIdSql("j.value", "c")}
         WHERE c.parent_id = p.id AND c.state IN ('queued','running','waiting'))`
   const wakeIfChildrenDone = db.query<never, [number, string]>(
     `UPDATE roster_executions AS p SET run_at = ?1
-      WHERE p.id = ?2 AND p.state = 'waiting' AND p.run_at > ?1 AND p.wait ->> '$.kind' = 'children' AND ${childrenDone}`
+      WHERE ${byIdSql("?2", "p")} AND p.state = 'waiting' AND p.run_at > ?1 AND p.wait ->> '$.kind' = 'children' AND ${childrenDone}`
   )
   const wakeIfSignalKept = db.query<never, [number, string]>(
     `UPDATE roster_executions AS p SET run_at = ?1
-      WHERE p.id = ?2 AND p.state = 'waiting' AND p.run_at > ?1 AND p.wait ->> '$.kind' = 'signal'
+      WHERE ${byIdSql("?2", "p")} AND p.state = 'waiting' AND p.run_at > ?1 AND p.wait ->> '$.kind' = 'signal'
         AND EXISTS (SELECT 1 FROM roster_signals s WHERE s.execution_id = p.id AND s.name = p.wait ->> '$.signal' AND s.consumed_at IS NULL)`
   )
   const wakeParents = db.query<never, [number, string]>(
     `UPDATE roster_executions AS p SET run_at = ?1
-      WHERE p.id IN (SELECT parent_id FROM roster_executions WHERE id IN (SELECT value FROM json_each(?2)) AND parent_id IS NOT NULL)
+      WHERE ${inIdsSql(`SELECT parent_id AS value FROM roster_executions WHERE ${inJsonIdsSql("?2")} AND parent_id IS NOT NULL`, "p")}
         AND p.state = 'waiting' AND p.run_at > ?1 AND p.wait ->> '$.kind' = 'children' AND ${childrenDone}`
   )
   const childOf = db.query<{ id: string }, [string, string]>("SELECT id FROM roster_executions WHERE parent_id = ? AND parent_step = ?")
   const saveStep = db.query("INSERT OR IGNORE INTO roster_steps (execution_id, name, output, attempt, created_at) VALUES (?, ?, ?, ?, ?)")
-  const stateOf = db.query<{ state: ExecutionState; wait: string | null }, [string]>("SELECT state, wait FROM roster_executions WHERE id = ?")
+  const stateOf = db.query<{ state: ExecutionState; wait: string | null }, [string]>(`SELECT state, wait FROM roster_executions WHERE ${byIdSql("?1")}`)
   const addSignal = db.query<never, [string, string, string, number]>(
     `INSERT INTO roster_signals (execution_id, seq, name, payload, sent_at)
      VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM roster_signals WHERE execution_id = ?1), ?2, ?3, ?4)`
@@ -64,10 +65,10 @@ export const makeSqliteOrchestration = (db: Database, insertOne: (r: InsertReque
       UNION SELECT e.id FROM roster_executions e JOIN tree t ON e.parent_id = t.id)`
   const cancelTreeQueued = db.query<{ id: string }, [number, string]>(
     `${tree} UPDATE roster_executions SET state = 'cancelled', finished_at = ?1
-      WHERE id IN (SELECT id FROM tree) AND state IN ('queued','waiting') RETURNING id`
+      WHERE ${inIdsSql("SELECT id AS value FROM tree")} AND state IN ('queued','waiting') RETURNING id`
   )
   const cancelTreeRunning = db.query<never, [number, string]>(
-    `${tree} UPDATE roster_executions SET cancel_requested = 1 WHERE ?1 IS NOT NULL AND id IN (SELECT id FROM tree) AND state = 'running'`
+    `${tree} UPDATE roster_executions SET cancel_requested = 1 WHERE ?1 IS NOT NULL AND ${inIdsSql("SELECT id AS value FROM tree")} AND state = 'running'`
   )
 
   return {

@@ -24,6 +24,7 @@ import { applyMigrations, openDatabase, type SqliteOptions } from "./SqliteConne
 import { isWatchable, nextWrite } from "./FileEvents.ts"
 import { makeWalSync } from "./WalSync.ts"
 import { makeStatements } from "./InsertStatements.ts"
+import { byIdSql, inJsonIdsSql, rowidOf, rowidSql } from "./ExecutionRowid.ts"
 import { checkpointerOnDemand, type NoteWrites } from "./Checkpointer.ts"
 
 /** How long the change watch keeps reading every pollMs after a file moved or data_version changed. */
@@ -75,17 +76,23 @@ export const makeSqliteStore = (db: Database, noteWrites: NoteWrites = () => {})
            AND NOT EXISTS (SELECT 1 FROM roster_queues WHERE name = ?4 AND paused)
          ORDER BY priority DESC, run_at, rowid
          LIMIT ?6)
-      RETURNING rowid AS seq, *`
+      RETURNING *`
   )
   // Successes are the hot path: one prepared UPDATE per row, with no attempt row — the
   // succeeded attempt is read back from the execution (lease_owner is kept as its worker).
   // Bound parameters, not one json_each statement per batch: 11–14% less per row
   // (bench/finish-variants.ts, bench/RESULTS.md ninth pass).
-  const finishSucceeded = db.query<never, [string | null, number, string, string, number]>(
-    `UPDATE roster_executions
-        SET state = 'succeeded', result = ?1, error = NULL, finished_at = ?2, lease_expires_at = NULL
-      WHERE id = ?3 AND lease_owner = ?4 AND attempt = ?5 AND state = 'running'`
+  // By the rowid the id gives (?6), and by the displaced rows' index when that finds none.
+  const successSet = "SET state = 'succeeded', result = ?1, error = NULL, finished_at = ?2, lease_expires_at = NULL"
+  const finishSucceededAt = db.query<never, [string | null, number, string, string, number, number | null]>(
+    `UPDATE roster_executions ${successSet} WHERE seq = ?6 AND id = ?3 AND lease_owner = ?4 AND attempt = ?5 AND state = 'running'`
   )
+  const finishSucceededById = db.query<never, [string | null, number, string, string, number]>(
+    `UPDATE roster_executions ${successSet} WHERE ${byIdSql("?3")} AND lease_owner = ?4 AND attempt = ?5 AND state = 'running'`
+  )
+  const finishSucceeded = (o: Extract<Outcome, { kind: "succeeded" }>): boolean =>
+    finishSucceededAt.run(o.result, o.now, o.id, o.workerId, o.attempt, rowidOf(o.id)).changes === 1 ||
+    finishSucceededById.run(o.result, o.now, o.id, o.workerId, o.attempt).changes === 1
   // A retry or a release of an execution asked to cancel ends it cancelled: it never runs again.
   // A Reaper's outcome (?7, its now) applies only to a lease still expired as it is written:
   // a heartbeat since the Reaper listed it keeps the execution running.
@@ -95,25 +102,25 @@ export const makeSqliteStore = (db: Database, noteWrites: NoteWrites = () => {})
             run_at = CASE WHEN cancel_requested THEN run_at ELSE ?1 END,
             finished_at = CASE WHEN cancel_requested THEN ?2 ELSE finished_at END,
             error = ?3, lease_owner = NULL, lease_expires_at = NULL
-      WHERE id = ?4 AND lease_owner = ?5 AND attempt = ?6 AND state = 'running'
+      WHERE ${byIdSql("?4")} AND lease_owner = ?5 AND attempt = ?6 AND state = 'running'
         AND (?7 IS NULL OR lease_expires_at < ?7)
       RETURNING state`
   )
   const finishFailed = db.query(
     `UPDATE roster_executions SET state = 'failed', error = ?1, finished_at = ?2, lease_owner = NULL, lease_expires_at = NULL
-      WHERE id = ?3 AND lease_owner = ?4 AND attempt = ?5 AND state = 'running'
+      WHERE ${byIdSql("?3")} AND lease_owner = ?4 AND attempt = ?5 AND state = 'running'
         AND (?6 IS NULL OR lease_expires_at < ?6)`
   )
   const finishCancelled = db.query(
-    `UPDATE roster_executions SET state = 'cancelled', error = ?, finished_at = ?, lease_owner = NULL, lease_expires_at = NULL
-      WHERE id = ? AND lease_owner = ? AND attempt = ? AND state = 'running'`
+    `UPDATE roster_executions SET state = 'cancelled', error = ?1, finished_at = ?2, lease_owner = NULL, lease_expires_at = NULL
+      WHERE ${byIdSql("?3")} AND lease_owner = ?4 AND attempt = ?5 AND state = 'running'`
   )
   const finishReleased = db.query(
     `UPDATE roster_executions
         SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
             finished_at = CASE WHEN cancel_requested THEN ?1 ELSE finished_at END,
             attempt = attempt - 1, started_at = NULL, lease_owner = NULL, lease_expires_at = NULL
-      WHERE id = ?2 AND lease_owner = ?3 AND attempt = ?4 AND state = 'running'`
+      WHERE ${byIdSql("?2")} AND lease_owner = ?3 AND attempt = ?4 AND state = 'running'`
   )
   const insertAttempt = db.query(
     `INSERT OR REPLACE INTO roster_attempts (execution_id, attempt, worker, started_at, finished_at, outcome, error)
@@ -136,12 +143,12 @@ export const makeSqliteStore = (db: Database, noteWrites: NoteWrites = () => {})
   const hasExpired = db.query<{ one: number }, [number]>(
     "SELECT 1 AS one FROM roster_executions INDEXED BY roster_executions_expiry WHERE state = 'running' AND lease_expires_at < ? LIMIT 1"
   )
-  const getOne = db.query<ExecutionRow, [string]>("SELECT * FROM roster_executions WHERE id = ?")
+  const getOne = db.query<ExecutionRow, [string]>(`SELECT * FROM roster_executions WHERE ${byIdSql("?1")}`)
   const cancelQueued = db.query(
-    "UPDATE roster_executions SET state = 'cancelled', finished_at = ? WHERE id = ? AND state IN ('queued','waiting')"
+    `UPDATE roster_executions SET state = 'cancelled', finished_at = ?1 WHERE ${byIdSql("?2")} AND state IN ('queued','waiting')`
   )
   const cancelRunning = db.query(
-    "UPDATE roster_executions SET cancel_requested = 1 WHERE id = ? AND state = 'running'"
+    `UPDATE roster_executions SET cancel_requested = 1 WHERE ${byIdSql("?1")} AND state = 'running'`
   )
   const attempts = db.query<AttemptRow, [string]>("SELECT * FROM roster_attempts WHERE execution_id = ? ORDER BY attempt")
   const steps = db.query<StepRow, [string]>(
@@ -158,7 +165,7 @@ export const makeSqliteStore = (db: Database, noteWrites: NoteWrites = () => {})
   const pruneTables = ["roster_attempts", "roster_steps", "roster_logs", "roster_log_drops", "roster_signals"] as const
   const pruneDeletes = [
     ...pruneTables.map((t) => db.query(`DELETE FROM ${t} WHERE execution_id IN (SELECT value FROM json_each(?))`)),
-    db.query("DELETE FROM roster_executions WHERE id IN (SELECT value FROM json_each(?))")
+    db.query(`DELETE FROM roster_executions WHERE ${inJsonIdsSql("?1")}`)
   ]
   // Schedule history goes with the longer (failed) retention.
   const pruneFires = db.query(
@@ -204,14 +211,14 @@ export const makeSqliteStore = (db: Database, noteWrites: NoteWrites = () => {})
   const startInserted = db.query<ClaimedRow, [string, number, number, string, string]>(
     `UPDATE roster_executions AS e
         SET state = 'running', attempt = attempt + 1, lease_owner = ?1, lease_expires_at = ?2, started_at = ?3
-      WHERE e.id = ?4 AND e.state = 'queued' AND e.run_at <= ?3
+      WHERE ${byIdSql("?4", "e")} AND e.state = 'queued' AND e.run_at <= ?3
         AND NOT EXISTS (SELECT 1 FROM roster_queues WHERE name = e.queue AND paused)
         AND NOT EXISTS (
           SELECT 1 FROM roster_executions AS o INDEXED BY roster_executions_claim
            WHERE o.state IN ('queued','waiting') AND o.queue = e.queue AND o.run_at <= ?3 AND o.rowid <> e.rowid
              AND o.job IN (SELECT value FROM json_each(?5))
              AND (o.priority > e.priority OR (o.priority = e.priority AND (o.run_at < e.run_at OR (o.run_at = e.run_at AND o.rowid < e.rowid)))))
-      RETURNING rowid AS seq, *`
+      RETURNING *`
   )
   const offerJobs = new WeakMap<ReadonlyArray<string>, string>()
   const jobsJson = (jobs: ReadonlyArray<string>): string => {
@@ -223,7 +230,7 @@ export const makeSqliteStore = (db: Database, noteWrites: NoteWrites = () => {})
     const results = insertAll(rows)
     const started = offers.map((o, i) => {
       if (o === null || !results[i]!.inserted) return null
-      const row = startInserted.get(o.workerId, o.now + o.leaseMs, o.now, rows[i]!.id, jobsJson(o.jobs))
+      const row = startInserted.get(o.workerId, o.now + o.leaseMs, o.now, results[i]!.id, jobsJson(o.jobs))
       return row === null ? null : toExecution(row)
     })
     return { results, started }
@@ -248,7 +255,7 @@ export const makeSqliteStore = (db: Database, noteWrites: NoteWrites = () => {})
   const finishMany = db.transaction((outcomes: ReadonlyArray<Outcome>): ReadonlyArray<boolean> => {
     // Every success first, then the other outcomes in order: a Reaper's outcome for an execution
     // that succeeded in the same batch then finds it ended, and applies to nothing.
-    const results = outcomes.map((o) => (o.kind === "succeeded" ? finishSucceeded.run(o.result, o.now, o.id, o.workerId, o.attempt).changes === 1 : false))
+    const results = outcomes.map((o) => (o.kind === "succeeded" ? finishSucceeded(o) : false))
     outcomes.forEach((o, i) => {
       if (o.kind !== "succeeded") results[i] = applyOutcome(o)
     })
@@ -277,10 +284,13 @@ export const makeSqliteStore = (db: Database, noteWrites: NoteWrites = () => {})
     return result
   }
 
+  // Pages follow the rowid, which follows the id (ExecutionRowid.ts): `before` stands for
+  // its rowid (where that id is stored, else where it would be).
+  const beforeSql = (p: string) => `seq < COALESCE((SELECT b.seq FROM roster_executions b WHERE ${byIdSql(p, "b")}), ${rowidSql(p)})`
   const whereOf = (f: ExecutionFilter): { sql: string; params: Array<string | number> } => {
     const clauses = filterClauses(f)
     return {
-      sql: clauses.length ? ` WHERE ${clauses.map((c) => `${c.column} ${c.op} ?`).join(" AND ")}` : "",
+      sql: clauses.length ? ` WHERE ${clauses.map((c, i) => (c.column === "id" ? beforeSql(`?${i + 1}`) : `${c.column} ${c.op} ?${i + 1}`)).join(" AND ")}` : "",
       params: clauses.map((c) => c.value)
     }
   }
@@ -333,7 +343,7 @@ export const makeSqliteStore = (db: Database, noteWrites: NoteWrites = () => {})
     executionsList: (filter) =>
       attempt("list executions", () => {
         const w = whereOf(filter)
-        return db.query<ExecutionRow, Array<string | number>>(`SELECT * FROM roster_executions${w.sql} ORDER BY id DESC LIMIT ${pageLimit(filter.limit)}`)
+        return db.query<ExecutionRow, Array<string | number>>(`SELECT * FROM roster_executions${w.sql} ORDER BY seq DESC LIMIT ${pageLimit(filter.limit)}`)
           .all(...w.params).map(toExecution)
       }),
     executionsCount: (filter) =>

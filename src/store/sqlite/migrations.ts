@@ -5,6 +5,8 @@
  * Never edit a released migration; add the next number.
  */
 
+import { displacedBelow, idShapeGlob, rowidSql } from "./ExecutionRowid.ts"
+
 /** One migration: a version number and its statements. */
 export interface Migration {
   readonly version: number
@@ -285,6 +287,72 @@ CREATE TABLE roster_signals (
 DROP INDEX roster_executions_claim;
 -- The claim index matches the claim order exactly: priority DESC, run_at, rowid.
 CREATE INDEX roster_executions_claim ON roster_executions (queue, priority DESC, run_at) WHERE state IN ('queued','waiting');
+`
+  },
+  {
+    version: 10,
+    name: "rowid from the id, no index of the id",
+    // The table is rebuilt (SQLite cannot drop a PRIMARY KEY): each row's rowid, now the
+    // column seq, is made from its id (ExecutionRowid.ts), and the id's own index is gone.
+    // A row whose rowid another row already has (ids made in one millisecond by two
+    // processes), or whose id is not a UUIDv7, is displaced: it gets a rowid below
+    // displacedBelow and is found by the small partial index of such rows' ids.
+    sql: `
+CREATE TABLE roster_executions_v10 (
+  id TEXT NOT NULL,
+  job TEXT NOT NULL,
+  queue TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('queued','running','waiting','succeeded','failed','cancelled')),
+  payload TEXT NOT NULL,
+  priority INTEGER NOT NULL,
+  attempt INTEGER NOT NULL DEFAULT 0,
+  max_attempts INTEGER NOT NULL,
+  retry TEXT NOT NULL,
+  timeout_ms INTEGER NOT NULL,
+  run_at INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  started_at INTEGER,
+  finished_at INTEGER,
+  lease_owner TEXT,
+  lease_expires_at INTEGER,
+  cancel_requested INTEGER NOT NULL DEFAULT 0,
+  idempotency_key TEXT,
+  schedule_id TEXT,
+  fire_at INTEGER,
+  retry_of TEXT,
+  result TEXT,
+  error TEXT,
+  trace_context TEXT,
+  concurrency_key TEXT,
+  rate_key TEXT,
+  dedupe_key TEXT,
+  parent_id TEXT,
+  parent_step TEXT,
+  wait TEXT,
+  -- The rowid: made from the id (ExecutionRowid.ts), or below ${displacedBelow} for a displaced row.
+  seq INTEGER PRIMARY KEY
+) STRICT;
+INSERT INTO roster_executions_v10 (seq, id, job, queue, state, payload, priority, attempt, max_attempts, retry, timeout_ms,
+  run_at, created_at, started_at, finished_at, lease_owner, lease_expires_at, cancel_requested, idempotency_key, schedule_id,
+  fire_at, retry_of, result, error, trace_context, concurrency_key, rate_key, dedupe_key, parent_id, parent_step, wait)
+SELECT CASE WHEN shaped AND first THEN rowid_of ELSE ${displacedBelow} - ROW_NUMBER() OVER (PARTITION BY shaped AND first ORDER BY old_rowid) END,
+  id, job, queue, state, payload, priority, attempt, max_attempts, retry, timeout_ms,
+  run_at, created_at, started_at, finished_at, lease_owner, lease_expires_at, cancel_requested, idempotency_key, schedule_id,
+  fire_at, retry_of, result, error, trace_context, concurrency_key, rate_key, dedupe_key, parent_id, parent_step, wait
+  FROM (SELECT *, rowid AS old_rowid, ${rowidSql("id")} AS rowid_of, id GLOB '${idShapeGlob}' AS shaped,
+               ROW_NUMBER() OVER (PARTITION BY id GLOB '${idShapeGlob}', ${rowidSql("id")} ORDER BY rowid) = 1 AS first
+          FROM roster_executions)
+ ORDER BY old_rowid;
+DROP TABLE roster_executions;
+ALTER TABLE roster_executions_v10 RENAME TO roster_executions;
+CREATE INDEX roster_executions_claim ON roster_executions (queue, priority DESC, run_at) WHERE state IN ('queued','waiting');
+CREATE UNIQUE INDEX roster_executions_idempotency ON roster_executions (job, idempotency_key) WHERE idempotency_key IS NOT NULL;
+CREATE INDEX roster_executions_expiry ON roster_executions (lease_expires_at) WHERE state = 'running';
+CREATE INDEX roster_executions_schedule_active ON roster_executions (schedule_id, id) WHERE schedule_id IS NOT NULL AND state IN ('queued','running','waiting');
+CREATE UNIQUE INDEX roster_executions_dedupe ON roster_executions (job, dedupe_key)
+  WHERE dedupe_key IS NOT NULL AND state IN ('queued','running','waiting');
+CREATE UNIQUE INDEX roster_executions_child ON roster_executions (parent_id, parent_step) WHERE parent_id IS NOT NULL;
+CREATE UNIQUE INDEX roster_executions_displaced ON roster_executions (id) WHERE seq < ${displacedBelow};
 `
   }
 ]
