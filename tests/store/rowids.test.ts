@@ -62,6 +62,40 @@ describe("rowids made from ids (sqlite)", () => {
     db.close()
   })
 
+  test("only a lower-case UUIDv7 of 1970–2089 has a rowid: every one-character change of an id agrees with the rule written out", () => {
+    // The rule, written with a regular expression and substrings (as rowidOf was before it
+    // became one pass over the characters).
+    const shape = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/
+    const epochMs = Date.UTC(2020, 0, 1)
+    const reference = (s: string): number | null => {
+      if (!shape.test(s)) return null
+      const ms = parseInt(s.slice(0, 8) + s.slice(9, 13), 16)
+      const r = (ms - epochMs) * 4096 + parseInt(s.slice(15, 18), 16)
+      return Number.isSafeInteger(r) ? r : null
+    }
+    // Each position replaced by each of these: hex digits, upper-case ones, a dash,
+    // characters just outside 0–9 and a–f, characters above 127, a NUL.
+    const replacements = ["0", "7", "9", "a", "f", "A", "F", "-", "/", ":", "`", "g", "é", "\u0000", "\u4e00"]
+    let checked = 0
+    for (const ms of [0, Date.now(), 3_700_000_000_000]) {
+      const id = Bun.randomUUIDv7("hex", ms)
+      for (let i = 0; i < id.length; i++) {
+        for (const c of replacements) {
+          const changed = id.slice(0, i) + c + id.slice(i + 1)
+          expect({ changed, rowid: rowidOf(changed) }).toEqual({ changed, rowid: reference(changed) })
+          checked++
+        }
+      }
+      for (const odd of ["", id.slice(0, 35), `${id}0`, ` ${id.slice(1)}`, id.replaceAll("-", "_"), id.slice(0, 14) + "4" + id.slice(15)]) {
+        expect(rowidOf(odd)).toBeNull()
+      }
+    }
+    expect(checked).toBe(3 * 36 * replacements.length)
+    // Past 2089 the rowid would not be a safe integer: such an id is displaced.
+    expect(rowidOf(Bun.randomUUIDv7("hex", 3_800_000_000_000))).toBeNull()
+    expect(reference(Bun.randomUUIDv7("hex", 3_800_000_000_000))).toBeNull()
+  })
+
   test("two ids with one rowid, in a bulk block and alone, are both stored and each found, claimed and finished by its own id", () => {
     const { db, store } = openStore()
     const block = Array.from({ length: 120 }, () => row())
