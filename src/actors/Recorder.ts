@@ -114,15 +114,27 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
 
   /** Wakes the Dispatchers of the new rows the hand-off did not start. */
   const wakeAfterInserts = (inserts: ReadonlyArray<Extract<Message, { _tag: "Insert" }>>, { results, started }: InsertStarted) => {
-    const due = new Map<string, number>()
+    // The first queue's earliest time kept apart: most batches (and every single enqueue) have one queue.
+    let queue: string | null = null
+    let at = Infinity
+    let others: Map<string, number> | null = null
     let j = 0
     for (const m of inserts) {
       for (const r of m.rows) {
-        if (!started[j] && (results[j]?.inserted || results[j]?.replaced)) due.set(r.queue, Math.min(due.get(r.queue) ?? Infinity, r.runAt))
+        if (!started[j] && (results[j]?.inserted || results[j]?.replaced)) {
+          if (queue === null || queue === r.queue) {
+            queue = r.queue
+            at = Math.min(at, r.runAt)
+          } else {
+            others ??= new Map()
+            others.set(r.queue, Math.min(others.get(r.queue) ?? Infinity, r.runAt))
+          }
+        }
         j++
       }
     }
-    for (const [queue, at] of due) bus.notify(queue, at)
+    if (queue !== null) bus.notify(queue, at)
+    if (others !== null) for (const [q, t] of others) bus.notify(q, t)
   }
 
   /** Wakes the Dispatchers of what committed outcomes made due (a retry, a wait, a child's parent). */

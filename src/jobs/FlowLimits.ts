@@ -105,6 +105,9 @@ export const jobFlowOf = <P>(
   return { concurrency, rateLimit }
 }
 
+/** The keys of an execution whose Job declares none. */
+const noKeys = { concurrencyKey: null, rateKey: null } as const
+
 /** The keys a new execution is counted under, computed from its payload, or why not. */
 export const flowKeysOf = <P>(
   id: string,
@@ -112,6 +115,8 @@ export const flowKeysOf = <P>(
   payload: P,
   explicitKey?: string | undefined
 ): { readonly concurrencyKey: string | null; readonly rateKey: string | null } | string => {
+  // Most Jobs declare no key: nothing to compute or check (enqueue's hot path).
+  if (explicitKey === undefined && flow.concurrency === undefined && flow.rateLimit?.key === undefined) return noKeys
   const keyOf = (what: string, f: (p: P) => string): string => {
     let k: unknown
     try {
@@ -127,10 +132,9 @@ export const flowKeysOf = <P>(
       ? explicitKey
       : flow.concurrency === undefined ? null : keyOf("concurrency.key", flow.concurrency.key)
     const rateKey = flow.rateLimit?.key === undefined ? null : keyOf("rateLimit.key", flow.rateLimit.key)
-    for (const [what, k] of [["concurrency key", concurrencyKey], ["rate-limit key", rateKey]] as const) {
-      if (k !== null && k.length > maxFlowKeyLength) return `${what} for ${id} is ${k.length} characters, over the ${maxFlowKeyLength}-character limit`
-    }
-    return { concurrencyKey, rateKey }
+    const tooLong = (what: string, k: string | null) =>
+      k !== null && k.length > maxFlowKeyLength ? `${what} for ${id} is ${k.length} characters, over the ${maxFlowKeyLength}-character limit` : null
+    return tooLong("concurrency key", concurrencyKey) ?? tooLong("rate-limit key", rateKey) ?? { concurrencyKey, rateKey }
   } catch (e) {
     if (e instanceof FlowKeyFailure) return e.message
     throw e

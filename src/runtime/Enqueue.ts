@@ -193,10 +193,19 @@ export const prepareRow = (
   const keys = flowKeysOf(job.id, job.flow, payload, options.concurrencyKey)
   if (typeof keys === "string") return new InvalidEnqueueOption({ job: job.id, option: "concurrencyKey", message: keys })
   // An active or replace key goes to its own column, whose index holds it only while queued or running.
-  const dedupeKeys = dedupe === "forever"
-    ? { idempotencyKey }
-    : { idempotencyKey: null, dedupeKey: idempotencyKey, dedupeMode: dedupe }
-  return insertRow(job.id, settingsOf(job), { payload: text, now, runAt, priority, traceContext, ...keys, ...dedupeKeys })
+  const forever = dedupe === "forever"
+  return insertRow(job.id, settingsOf(job), {
+    payload: text,
+    now,
+    runAt,
+    priority,
+    traceContext,
+    concurrencyKey: keys.concurrencyKey,
+    rateKey: keys.rateKey,
+    idempotencyKey: forever ? idempotencyKey : null,
+    dedupeKey: forever ? null : idempotencyKey,
+    dedupeMode: forever ? undefined : dedupe
+  })
 }
 
 /** Whether {@link prepareRow} refused. */
