@@ -6,8 +6,8 @@
  * table (median of BENCH_PEERS_REPEAT repeats) and notes on stdout; progress on stderr.
  *
  * Each (system, repeat) runs in a child process of its own (child.ts), and repeats are
- * interleaved (every system once, then again), so drift in the machine's load spreads
- * over all rows. BullMQ gets a private redis-server started here (no persistence) and
+ * interleaved (every system once, then again; even repeats in reverse order), so drift
+ * in the machine's load spreads over all rows and no system always follows the same one. BullMQ gets a private redis-server started here (no persistence) and
  * stopped at the end, unless BENCH_REDIS_URL names one. After each repeat a host probe
  * (hostProbe.ts: no job system, a fixed 0.5 ms of computation after the same pauses as
  * the latency samples) shows how much of a p99 this machine adds by itself; it is the
@@ -129,7 +129,9 @@ const repeatLoads: Array<number> = []
 try {
   for (let repeat = 1; repeat <= REPEAT; repeat++) {
     repeatLoads.push(loadavg()[0]!)
-    for (const row of rows) {
+    // Odd repeats in the listed order, even ones reversed: no system always runs right
+    // after the same one (a child that fsyncs hard leaves the disk busy for the next).
+    for (const row of repeat % 2 === 1 ? rows : [...rows].reverse()) {
       if (row.skipped) continue
       progress(`${row.system.id}: repeat ${repeat} of ${REPEAT}`)
       await runChild(row, repeat)
@@ -180,7 +182,7 @@ const raw = (row: Row): string => {
 }
 
 const notes: Array<string> = [
-  `N = ${N.toLocaleString("en-US")} jobs per workload, ${REPEAT} repeat(s) interleaved across systems, median shown; 50-byte JSON payloads; a no-op handler; every store fresh and empty per workload; worker, client and benchmark in one process per system (a child of index.ts).`,
+  `N = ${N.toLocaleString("en-US")} jobs per workload, ${REPEAT} repeat(s) interleaved across systems (even repeats in reverse order), median shown; 50-byte JSON payloads; a no-op handler; every store fresh and empty per workload; worker, client and benchmark in one process per system (a child of index.ts).`,
   `enqueue 1-by-1: each call awaited until the system acknowledged it. bulk: the system's bulk call with ${CHUNK.toLocaleString("en-US")} jobs each. drain: ${N.toLocaleString("en-US")} queued jobs, clock from starting the worker until the store shows all succeeded. latency: enqueue call → handler start, one job at a time (1–10 ms pause) into an idle worker at the system's defaults; up to ${LATENCY_N} samples or ${LATENCY_SECONDS} s per repeat ("n=" when the time ran out first: those systems poll).`,
   ...rows.filter((r) => !r.skipped).map((r) => `${r.system.label}: ${r.system.version()}; ${r.system.settings}.`),
   ...rows.flatMap((r) => [
