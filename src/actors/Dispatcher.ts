@@ -124,7 +124,7 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
         workerId: options.workerId,
         leaseMs: options.leaseMs,
         jobs: options.jobs,
-        start: (execution: Execution) => options.pool.run(execution, releaseOne, recorded, true),
+        start: (execution: Execution) => options.pool.run(execution, releaseOne, recorded),
         cancel: Effect.andThen(Effect.sync(releaseOne), unrecorded.release(1))
       }
     })

@@ -178,8 +178,8 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
    * Commits the enqueues of a batch. Without a reserved slot, one durable insert. With
    * some (the hand-off), the insert starts what it can (Store.executionsInsertStarting),
    * committed without waiting for the disk; each started row runs on its slot — its
-   * handler on the scheduler's next turn — while the WAL's fsync runs off this thread
-   * (Store.syncCommitted), and only that makes the batch's result a success. Every slot
+   * handler at once — while the WAL's fsync runs off this thread (Store.syncCommitted),
+   * and only that makes the batch's result a success. Every slot
    * not used is given back, also when the insert fails or the fiber dies mid-way.
    */
   const insertAll = (inserts: ReadonlyArray<Extract<Message, { _tag: "Insert" }>>): Effect.Effect<Exit.Exit<InsertStarted, StoreError>> => {
@@ -196,25 +196,20 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
       const exit = yield* Effect.exit(store.executionsInsertStarting(rows, offers))
       if (exit._tag === "Failure") return exit
       const { started } = exit.value
-      let startedAny = false
+      // Each started handler runs at once, on this fiber, and the fsync is asked for after
+      // them: the answer waits for the fsync anyway, and a handler started on the
+      // scheduler's next turn instead began 0.15–0.3 ms later at FULL (bench/RESULTS.md,
+      // nineteenth pass). An acknowledged hand-off has begun its handler.
       for (const [j, s] of slots.entries()) {
         const execution = started[j]
         if (s === null || !execution) continue
         pending.delete(s)
         yield* s.start(execution)
-        startedAny = true
       }
-      // The started handlers begin on the scheduler's next turn (a macrotask queued just
-      // now). The fsync can end before it, and the callers' answers would then run first:
-      // a marker queued behind those starts tells whether that turn has come.
-      let turned = !startedAny
-      if (startedAny) setImmediate(() => (turned = true))
       yield* giveBack
       // A failed fsync: the rows are committed (and may run) but not known durable — the
       // callers get the StoreError, as for a commit whose end was not seen.
       const synced = yield* Effect.exit(store.syncCommitted)
-      // An acknowledged hand-off has begun its handler.
-      if (!turned) yield* nextMacrotask
       return synced._tag === "Success" ? exit : Exit.failCause(synced.cause)
     }).pipe(Effect.onExit(() => giveBack))
   }

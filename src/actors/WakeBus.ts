@@ -22,7 +22,7 @@ export interface HandoffSlot {
   readonly leaseMs: number
   /** The Jobs the worker runs on the queue (the start of the row waits for due rows of these). */
   readonly jobs: ReadonlyArray<string>
-  /** Runs the started execution in the worker's pool (the slot's permits go with it). */
+  /** Runs the started execution in the worker's pool (the slot's permits go with it); its handler starts at once. */
   readonly start: (execution: Execution) => Effect.Effect<void>
   /** Gives the slot back: the row was not started. */
   readonly cancel: Effect.Effect<void>

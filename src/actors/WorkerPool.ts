@@ -63,10 +63,9 @@ export interface WorkerPool {
    * as the handler has ended — its outcome is then on its way to the Recorder — so the
    * Dispatcher can claim the next batch while this one commits; `settled` runs once its
    * outcome is recorded (or dropped), so the Dispatcher can bound what is unrecorded.
-   * The handler's fiber starts at once, unless `later` (then on the scheduler's next
-   * round: the Recorder's hand-off, whose callers' replies go first).
+   * The handler's fiber starts at once, on the caller's stack.
    */
-  readonly run: (execution: Execution, release: () => void, settled?: Effect.Effect<void>, later?: boolean) => Effect.Effect<void>
+  readonly run: (execution: Execution, release: () => void, settled?: Effect.Effect<void>) => Effect.Effect<void>
   /** Interrupts an in-flight execution for a reason; a no-op once it is recording. */
   readonly interrupt: (id: string, reason: InterruptReason) => Effect.Effect<void>
   /** Ids of executions whose handler is running (not yet recording). */
@@ -275,7 +274,7 @@ export const make = Effect.fnUntraced(function*(options: {
    * anything else (a failure, an interrupt, a full mailbox) settles on a fiber of its own
    * (settleOther). Measured in a drain: CPU a job −12%, jobs/s +8% (bench/RESULTS.md thirteenth pass).
    */
-  const start = (execution: Execution, release: () => void, settled: Effect.Effect<void>, later: boolean): void => {
+  const start = (execution: Execution, release: () => void, settled: Effect.Effect<void>): void => {
     if (closed) return release()
     const slot: Slot = { reason: undefined, park: undefined, recording: false, submitted: false, fiber: undefined, deadline: Infinity }
     slots.set(execution.id, slot)
@@ -294,8 +293,7 @@ export const make = Effect.fnUntraced(function*(options: {
     const run = job
       ? Effect.suspend(() => execute(job, execution, slot, context))
       : Effect.fail(new UndecodablePayload({ message: `no handler for ${execution.job} in this worker` }))
-    // `later`: on the scheduler's next round (the Recorder's hand-off, whose callers' replies go first).
-    const fiber = Effect.runForkWith(context)(later ? Effect.andThen(Effect.yieldNow, run) : run)
+    const fiber = Effect.runForkWith(context)(run)
     slot.fiber = fiber as Fiber.Fiber<unknown, unknown> as Fiber.Fiber<void>
     fiber.addObserver((exit) => {
       slot.recording = true
@@ -357,7 +355,7 @@ export const make = Effect.fnUntraced(function*(options: {
   }
 
   const pool: WorkerPool = {
-    run: (execution, release, settled = Effect.void, later = false) => Effect.sync(() => start(execution, release, settled, later)),
+    run: (execution, release, settled = Effect.void) => Effect.sync(() => start(execution, release, settled)),
     interrupt: (id, reason) =>
       Effect.suspend(() => {
         const slot = slots.get(id)
