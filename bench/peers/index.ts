@@ -7,8 +7,9 @@
  *
  * Each (system, repeat) runs in a child process of its own (child.ts), and repeats are
  * interleaved (every system once, then again; even repeats in reverse order), so drift
- * in the machine's load spreads over all rows and no system always follows the same one. BullMQ gets a private redis-server started here (no persistence) and
- * stopped at the end, unless BENCH_REDIS_URL names one. After each repeat a host probe
+ * in the machine's load spreads over all rows and no system always follows the same
+ * one. BullMQ gets a private redis-server started here (no persistence) and stopped at
+ * the end, unless BENCH_REDIS_URL names one. After each repeat a host probe
  * (hostProbe.ts: no job system, a fixed 0.5 ms of computation after the same pauses as
  * the latency samples) shows how much of a p99 this machine adds by itself; it is the
  * table's last row (BENCH_PEERS_PROBE=0 leaves it out).
