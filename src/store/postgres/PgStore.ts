@@ -1,5 +1,5 @@
 /**
- * The Store on PostgreSQL through `@effect/sql-pg`: many worker and scheduler
+ * The Store on PostgreSQL through `@effect/sql-pg` (and `Bun.SQL` for the drain's hot path): many worker and scheduler
  * processes on many machines share one database, with the semantics of the SQLite
  * store (the conformance suite in tests/store runs against both).
  *
@@ -14,7 +14,9 @@
  *   commit), and so does every statement that ends executions (one outcome notice per
  *   statement, for waiters); `watchChanges` LISTENs on a dedicated connection (see PgWakeups.ts).
  * - Two pools: durable writes and reads on one; claims, heartbeats and log lines on
- *   one with `synchronous_commit = off` (see PgStoreOptions.relaxed).
+ *   one with `synchronous_commit = off` (see PgStoreOptions.relaxed). The claim and the
+ *   batch of successes run on Bun's native client instead (NativeClient.ts), with the
+ *   same durability each.
  * - Server outages: every operation retries while the server is unavailable (see
  *   PostgresConnection.ts), and claims and outcomes that failed in doubt are settled
  *   before the next ones (see InDoubt.ts).
@@ -43,6 +45,7 @@ import { makePgWorkers } from "./PgWorkers.ts"
 import { watchWakeups } from "./PgWakeups.ts"
 import { isUnavailable, redactUrl } from "./PgErrors.ts"
 import { applyMigrations, defaultReconnectWindowMs, openClient, operation, type PostgresOptions } from "./PostgresConnection.ts"
+import { arrayLiteral, type NativeClient, openNative } from "./NativeClient.ts"
 import { type Int8, int4Array, int8Array, num, textArray } from "./PgValues.ts"
 
 export type { PostgresOptions } from "./PostgresConnection.ts"
@@ -57,10 +60,47 @@ export interface PgStoreOptions {
    * flushes the WAL up to itself, these included. Defaults to the durable client.
    */
   readonly relaxed?: PgClient.PgClient | undefined
+  /** Bun's native client for the drain's hot statements: claims (relaxed sessions) and success batches (durable). */
+  readonly hot: { readonly claims: NativeClient; readonly successes: NativeClient }
   /** This store's id, carried by its wake-ups so it can ignore its own. */
   readonly origin: string
   readonly reconnectWindowMs: number
 }
+
+/**
+ * The claim, on the claims' native pool: $1 worker, $2 lease expiry, $3 now (started_at),
+ * $4 queue, $5 now (due), $6 jobs as an array literal, $7 limit.
+ */
+const claimText = `
+  UPDATE roster_executions
+     SET state = 'running', attempt = attempt + 1, lease_owner = $1, lease_expires_at = $2, started_at = $3
+   WHERE id IN (
+     SELECT id FROM roster_executions
+      WHERE state IN ('queued','waiting') AND queue = $4 AND run_at <= $5 AND job = ANY($6::text[])
+        -- A paused queue gives nothing, read in this statement (no check-then-claim race);
+        -- uncorrelated, so it is an InitPlan evaluated once per claim.
+        AND NOT EXISTS (SELECT 1 FROM roster_queues WHERE name = $4 AND paused)
+      ORDER BY priority DESC, run_at, id
+      LIMIT $7
+      FOR UPDATE SKIP LOCKED)
+  RETURNING *`
+
+/** The outcome notice of a statement that ended executions; `$origin` is this store's id (see PgWakeups.ts). */
+const endedNotice = (origin: string) => `pg_notify('roster_wake', json_build_object('s', current_schema(), 'e', 1, 'o', ${origin}::text)::text)`
+
+/**
+ * A batch of successes, fenced, with one outcome notice: $1 ids, $2 workers, $3 attempts,
+ * $4 times, $5 results (array literals), $6 this store's id.
+ */
+const successesText = `
+  WITH done AS (
+    UPDATE roster_executions AS e
+       SET state = 'succeeded', result = u.result, error = NULL, finished_at = u.now, lease_expires_at = NULL
+      FROM unnest($1::text[], $2::text[], $3::int4[], $4::int8[], $5::text[]) AS u(id, worker, attempt, now, result)
+     WHERE e.id = u.id AND e.lease_owner = u.worker AND e.attempt = u.attempt AND e.state = 'running'
+    RETURNING e.id
+  ), told AS (SELECT ${endedNotice("$6")} WHERE EXISTS (SELECT 1 FROM done))
+  SELECT id, (SELECT COUNT(*) FROM told) AS told FROM done`
 
 /** Builds the PostgreSQL Store over an open, migrated client. */
 export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): Store["Service"] => {
@@ -78,17 +118,16 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
 
   // Successes are the hot path: one statement per batch, and no attempt row — the
   // succeeded attempt is read back from the execution (lease_owner is kept as its worker).
+  // On Bun's native client (NativeClient.ts), with the arrays as literals.
   const finishSucceeded = (outcomes: ReadonlyArray<Extract<Outcome, { kind: "succeeded" }>>) =>
-    sql<{ id: string }>`
-      WITH done AS (
-        UPDATE roster_executions AS e
-           SET state = 'succeeded', result = u.result, error = NULL, finished_at = u.now, lease_expires_at = NULL
-          FROM unnest(${textArray(outcomes.map((o) => o.id))}::text[], ${textArray(outcomes.map((o) => o.workerId))}::text[], ${int4Array(outcomes.map((o) => o.attempt))}::int4[],
-                      ${int8Array(outcomes.map((o) => o.now))}::int8[], ${textArray(outcomes.map((o) => o.result))}::text[]) AS u(id, worker, attempt, now, result)
-         WHERE e.id = u.id AND e.lease_owner = u.worker AND e.attempt = u.attempt AND e.state = 'running'
-        RETURNING e.id
-      ), told AS (SELECT ${ended} WHERE EXISTS (SELECT 1 FROM done))
-      SELECT id, (SELECT COUNT(*) FROM told) AS told FROM done`
+    options.hot.successes.run<{ id: string }>(successesText, [
+      arrayLiteral(outcomes.map((o) => o.id)),
+      arrayLiteral(outcomes.map((o) => o.workerId)),
+      arrayLiteral(outcomes.map((o) => o.attempt)),
+      arrayLiteral(outcomes.map((o) => o.now)),
+      arrayLiteral(outcomes.map((o) => o.result)),
+      origin
+    ])
 
   /**
    * Every other outcome in one statement: the fenced update, its attempt row, and a
@@ -182,20 +221,9 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
       yield* inDoubt.settleOutcomes
       yield* inDoubt.settleClaims(req.workerId, req.queue)
       const mark = { workerId: req.workerId, queue: req.queue, startedAt: req.now }
-      const rows = yield* relaxed<ExecutionRow>`
-        UPDATE roster_executions
-           SET state = 'running', attempt = attempt + 1, lease_owner = ${req.workerId},
-               lease_expires_at = ${req.now + req.leaseMs}, started_at = ${req.now}
-         WHERE id IN (
-           SELECT id FROM roster_executions
-            WHERE state IN ('queued','waiting') AND queue = ${req.queue} AND run_at <= ${req.now} AND job = ANY(${textArray(req.jobs)}::text[])
-              -- A paused queue gives nothing, read in this statement (no check-then-claim race);
-              -- uncorrelated, so it is an InitPlan evaluated once per claim.
-              AND NOT EXISTS (SELECT 1 FROM roster_queues WHERE name = ${req.queue} AND paused)
-            ORDER BY priority DESC, run_at, id
-            LIMIT ${req.limit}
-            FOR UPDATE SKIP LOCKED)
-        RETURNING *`.pipe(Effect.onError(() => Effect.sync(() => inDoubt.claimFailed(mark))))
+      const rows = yield* options.hot.claims.run<ExecutionRow>(claimText, [
+        req.workerId, req.now + req.leaseMs, req.now, req.queue, req.now, arrayLiteral(req.jobs), req.limit
+      ]).pipe(Effect.onError(() => Effect.sync(() => inDoubt.claimFailed(mark))))
       inDoubt.claimed(mark, rows.map((r) => r.id))
       return rows.map(toExecution).sort(byClaimOrder)
     })
@@ -404,9 +432,14 @@ export const layerPostgres = (options: PostgresOptions): Layer.Layer<Store | Sch
     const scope = yield* Scope.make()
     yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
     const client = yield* acquireClient(options, scope)
-    const relaxed = yield* openClient(options, scope, { size: Math.min(4, options.poolSize ?? 10), relaxed: true })
+    const relaxed = yield* openClient(options, scope, { size: Math.max(1, Math.min(4, options.poolSize ?? 10) - 2), relaxed: true })
+    const hot = {
+      claims: openNative(options, { size: Math.min(2, options.poolSize ?? 10), relaxed: true }),
+      successes: openNative(options, { size: 1, relaxed: false })
+    }
+    yield* Scope.addFinalizer(scope, Effect.andThen(hot.claims.close, hot.successes.close))
     const reconnectWindowMs = options.reconnectWindowMs ?? defaultReconnectWindowMs
     const origin = crypto.randomUUID()
-    const store = makePgStore(client, { relaxed, origin, reconnectWindowMs })
+    const store = makePgStore(client, { relaxed, hot, origin, reconnectWindowMs })
     return Context.make(Store, store).pipe(Context.add(ScheduleStore, makePgScheduleStore(client, { reconnectWindowMs })))
   }))

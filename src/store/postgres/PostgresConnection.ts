@@ -29,7 +29,7 @@ export interface PostgresOptions {
   readonly url: string
   /** Schema of Roster's tables, created if missing (default: the connection's search_path, usually `public`). */
   readonly schema?: string | undefined
-  /** Most pooled connections of this process for durable writes and reads (default 10); add up to 4 for claims, heartbeats and logs, and 1 for LISTEN. */
+  /** Most pooled connections of this process for durable writes and reads (default 10, one of them held by LISTEN while a worker runs); add up to 4 for claims, heartbeats and logs, and 1 for batches of successes. */
   readonly poolSize?: number | undefined
   /** How long an operation retries while the server is unreachable before failing (default 5,000 ms). */
   readonly reconnectWindowMs?: number | undefined

@@ -1,0 +1,73 @@
+/**
+ * Bun's built-in PostgreSQL client (`Bun.SQL`), for the drain's two hot statements:
+ * the claim and the batch of successes. Its wire protocol and row decoding are native,
+ * so a job costs the worker's thread about half the CPU of the JavaScript driver
+ * (bench/RESULTS.md, "twenty-second pass"); everything else stays on `@effect/sql-pg`,
+ * which also gives LISTEN and transactions.
+ *
+ * A failure becomes the same `SqlError` the other driver raises, with the SQLSTATE as
+ * its cause's `code`, so `operation` retries it (server restarting or unreachable) and
+ * `toStoreError` names it in one way for both drivers.
+ */
+import { Effect } from "effect"
+import { ConnectionError, SqlError, UnknownError } from "effect/sql/SqlError"
+import type { PostgresOptions } from "./PostgresConnection.ts"
+
+/** One pool of Bun.SQL connections, closed with the store's scope. */
+export interface NativeClient {
+  /** Runs one statement with positional parameters (`$1`…), prepared once per connection. */
+  readonly run: <Row>(text: string, params: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<Row>, SqlError>
+  readonly close: Effect.Effect<void>
+}
+
+/** Bun's own codes for a connection it could not open or lost, or a socket failure. */
+const connectionLost = /^ERR_POSTGRES_(CONNECTION|SOCKET|IDLE|LIFETIME|UNEXPECTED_EOF)|^E(CONNREFUSED|CONNRESET|PIPE|TIMEDOUT|NOTFOUND|HOSTUNREACH|NETUNREACH|ADDRNOTAVAIL)$/
+
+/** The SqlError the `@effect/sql-pg` driver would raise for the same failure. */
+export const toSqlError = (error: unknown, operation: string): SqlError => {
+  const e = error as { message?: unknown; code?: unknown; errno?: unknown; detail?: unknown } | null
+  const sqlState = typeof e?.errno === "string" && /^[0-9A-Z]{5}$/.test(e.errno) ? e.errno : undefined
+  const bunCode = typeof e?.code === "string" ? e.code : ""
+  const message = typeof e?.message === "string" ? e.message : String(error)
+  const cause = { code: sqlState ?? bunCode, message, detail: typeof e?.detail === "string" ? e.detail : undefined, error }
+  const props = { cause, message, operation }
+  const lost = sqlState === undefined ? connectionLost.test(bunCode) : sqlState.startsWith("08")
+  return new SqlError({ reason: lost ? new ConnectionError(props) : new UnknownError(props) })
+}
+
+/**
+ * Opens a pool of at most `size` connections, lazily. A `relaxed` pool's sessions run
+ * with `synchronous_commit = off`, as in PostgresConnection.ts.
+ */
+export const openNative = (
+  options: PostgresOptions,
+  pool: { readonly size: number; readonly relaxed: boolean }
+): NativeClient => {
+  const connection: Record<string, string> = {
+    application_name: options.schema === undefined ? "roster" : `roster/${options.schema}`.slice(0, 63)
+  }
+  if (options.schema !== undefined) connection.search_path = `"${options.schema.replace(/"/g, '""')}"`
+  if (pool.relaxed) connection.synchronous_commit = "off"
+  const db = new Bun.SQL(options.url, { max: Math.max(1, pool.size), connection, idleTimeout: 60 })
+  return {
+    run: <Row>(text: string, params: ReadonlyArray<unknown>) =>
+      Effect.tryPromise({
+        try: () => db.unsafe(text, params as Array<unknown>) as Promise<ReadonlyArray<Row>>,
+        catch: (error) => toSqlError(error, "execute")
+      }),
+    close: Effect.promise(() => db.close({ timeout: 1 }).catch(() => undefined))
+  }
+}
+
+/** A PostgreSQL array literal (`{"a","b",NULL}`) sent as one text parameter and cast in the statement. */
+export const arrayLiteral = (values: ReadonlyArray<string | number | null>): string => {
+  let out = "{"
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]
+    if (i > 0) out += ","
+    if (v === null || v === undefined) out += "NULL"
+    else if (typeof v === "number") out += String(Math.round(v))
+    else out += `"${v.replace(/[\\"]/g, (c) => `\\${c}`)}"`
+  }
+  return out + "}"
+}
