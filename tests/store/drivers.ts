@@ -65,12 +65,15 @@ export const sqlite: Driver = {
   }
 }
 
-/** Runs one statement on the test server, outside any store (schema set-up and clean-up). */
-export const pgAdmin = (url: string, statement: string): Promise<void> =>
+/** Runs one statement on the test server, outside any store; returns its rows. */
+export const pgQuery = (url: string, statement: string): Promise<ReadonlyArray<Record<string, unknown>>> =>
   Effect.runPromise(Effect.scoped(Effect.gen(function*() {
     const sql = yield* PgClient.PgClient
-    yield* sql.unsafe(statement)
+    return yield* sql.unsafe<Record<string, unknown>>(statement)
   }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })))))
+
+/** Runs one statement on the test server, outside any store (schema set-up and clean-up). */
+export const pgAdmin = async (url: string, statement: string): Promise<void> => void (await pgQuery(url, statement))
 
 /** `url` with its connections' search_path set to `schema` (how ROSTER_DB selects a schema). */
 export const urlWithSchema = (url: string, schema: string): string =>

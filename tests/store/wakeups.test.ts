@@ -9,8 +9,8 @@ import { Effect, Fiber } from "effect"
 import * as RetryPolicy from "../../src/jobs/RetryPolicy.ts"
 import { Store, type StoreChange } from "../../src/store/Store.ts"
 import { waitFor } from "../support/processes.ts"
-import { drivers, pgAdmin, watching, withStore, type StoreFixture } from "./drivers.ts"
-import { row } from "./rows.ts"
+import { drivers, pgAdmin, pgQuery, watching, withStore, type StoreFixture } from "./drivers.ts"
+import { claimOf, row } from "./rows.ts"
 
 
 /** Starts watching on `f`; returns what it saw so far and a stop. */
@@ -96,12 +96,21 @@ for (const driver of drivers) {
       })
 
       test("store operations carry on after every pooled connection is terminated", async () => {
-        await withStore(f, (s) => s.executionsInsert([row()]))
+        await withStore(f, (s) => s.executionsInsert([row(), row(), row()]))
+        // A claim and a success first, so the native pools of the hot path hold open connections too.
+        const succeed = (id: string) => ({ kind: "succeeded" as const, id, workerId: "w1", attempt: 1, result: "1", now: 1_100, startedAt: 1_000 })
+        const [first] = await withStore(f, (s) => s.executionsClaim(claimOf({ limit: 1 })))
+        expect(await withStore(f, (s) => s.executionsFinish([succeed(first!.id)]))).toEqual([true])
         const location = f.location as Extract<StoreFixture["location"], { driver: "postgres" }>
-        await pgAdmin(location.url, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'roster/${location.schema}' AND pid <> pg_backend_pid()`)
-        expect((await withStore(f, (s) => s.executionsCount({}))).queued).toBe(1)
-        await withStore(f, (s) => s.executionsInsert([row()]))
+        const [killed] = await pgQuery(location.url, `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name = 'roster/${location.schema}' AND pid <> pg_backend_pid()`)
+        expect((killed as { n: number }).n).toBeGreaterThanOrEqual(3)
         expect((await withStore(f, (s) => s.executionsCount({}))).queued).toBe(2)
+        await withStore(f, (s) => s.executionsInsert([row()]))
+        expect((await withStore(f, (s) => s.executionsCount({}))).queued).toBe(3)
+        const claimed = await withStore(f, (s) => s.executionsClaim(claimOf({ limit: 3 })))
+        expect(claimed.length).toBe(3)
+        expect(await withStore(f, (s) => s.executionsFinish(claimed.map((e) => succeed(e.id))))).toEqual([true, true, true])
+        expect(await withStore(f, (s) => s.executionsCount({}))).toMatchObject({ queued: 0, running: 0, succeeded: 4 })
       })
     }
   })

@@ -1,0 +1,85 @@
+/**
+ * The hot path's native client (src/store/postgres/NativeClient.ts) against the real
+ * server: its failures read as the other driver's do (the SQLSTATE named, a restart or
+ * an unreachable server retryable, a statement's fault not), a terminated connection is
+ * replaced, and the array literals it sends round-trip every value.
+ */
+import { afterEach, beforeEach, describe, expect, test } from "bun:test"
+import { Effect, Exit } from "effect"
+import { SqlError } from "effect/sql/SqlError"
+import { arrayLiteral, type NativeClient, openNative } from "../../src/store/postgres/NativeClient.ts"
+import { isUnavailable, toStoreError } from "../../src/store/postgres/PgErrors.ts"
+import { pgUrl, requireService } from "../support/env.ts"
+import { pgAdmin, pgQuery } from "./drivers.ts"
+
+const pg = requireService("postgres")
+
+const failureOf = async (client: NativeClient, text: string): Promise<SqlError> => {
+  const exit = await Effect.runPromise(Effect.exit(client.run(text, [])))
+  if (Exit.isSuccess(exit)) throw new Error(`expected ${text} to fail`)
+  const error = exit.cause.reasons.find((r) => r._tag === "Fail")?.error
+  expect(error).toBeInstanceOf(SqlError)
+  return error as SqlError
+}
+
+describe.skipIf(pg.skip)("native client (postgres)", () => {
+  const schema = `native_${process.pid}_${Date.now().toString(36)}`
+  let client: NativeClient
+  beforeEach(async () => {
+    await pgAdmin(pgUrl()!, `CREATE SCHEMA "${schema}"`)
+    client = openNative({ url: pgUrl()!, schema }, { size: 1, relaxed: true })
+  })
+  afterEach(async () => {
+    await Effect.runPromise(client.close)
+    await pgAdmin(pgUrl()!, `DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+  })
+
+  test("its sessions use the schema, the relaxed commit and Roster's application name", async () => {
+    const [row] = await Effect.runPromise(client.run<{ s: string; c: string; a: string }>(
+      "SELECT current_schema() AS s, current_setting('synchronous_commit') AS c, current_setting('application_name') AS a", []
+    ))
+    expect(row).toEqual({ s: schema, c: "off", a: `roster/${schema}` })
+  })
+
+  test("a statement's fault names its SQLSTATE and is not retried", async () => {
+    const error = await failureOf(client, "SELECT * FROM no_such_table")
+    expect(isUnavailable(error)).toBe(false)
+    expect(toStoreError("claim executions", error).message).toMatch(/^claim executions: relation "no_such_table" does not exist \(SQLSTATE 42P01\)$/)
+  })
+
+  test("a terminated session fails as unavailable (retryable), and the next statement gets a new one", async () => {
+    const [{ pid }] = await Effect.runPromise(client.run<{ pid: number }>("SELECT pg_backend_pid() AS pid", [])) as [{ pid: number }]
+    await pgAdmin(pgUrl()!, `SELECT pg_terminate_backend(${pid})`)
+    const error = await failureOf(client, "SELECT 1")
+    expect(isUnavailable(error)).toBe(true)
+    expect(toStoreError("heartbeat", error).message).toContain("(SQLSTATE 57P01)")
+    expect(toStoreError("heartbeat", error).message).toContain("(the database is unreachable or restarting)")
+    const [again] = await Effect.runPromise(client.run<{ pid: number }>("SELECT pg_backend_pid() AS pid", []))
+    expect(again!.pid).not.toBe(pid)
+  })
+
+  test("a server that refuses the connection is unavailable (retryable)", async () => {
+    const closed = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {}, open(s) { s.end() } } })
+    const port = closed.port
+    closed.stop(true)
+    const url = new URL(pgUrl()!)
+    url.host = `127.0.0.1:${port}`
+    const nowhere = openNative({ url: url.toString() }, { size: 1, relaxed: false })
+    try {
+      const error = await failureOf(nowhere, "SELECT 1")
+      expect(isUnavailable(error)).toBe(true)
+    } finally {
+      await Effect.runPromise(nowhere.close)
+    }
+  })
+
+  test("array literals round-trip quotes, backslashes, braces, commas, NULL, empty text and unicode", async () => {
+    const texts = ['a"b', "c\\d", "{x,y}", "NULL", "", " spaced ", "ü → 😀", null, '\\"']
+    const numbers = [0, -1, 1_765_000_000_000, null, 42]
+    const [row] = await pgQuery(pgUrl()!, `SELECT ${"$$" + arrayLiteral(texts) + "$$"}::text[] AS t, ${"$$" + arrayLiteral(numbers) + "$$"}::int8[]::text[] AS n`)
+    expect(row!.t).toEqual(texts)
+    expect(row!.n).toEqual(numbers.map((n) => (n === null ? null : String(n))))
+    const [bound] = await Effect.runPromise(client.run<{ t: Array<string | null> }>("SELECT $1::text[] AS t", [arrayLiteral(texts)]))
+    expect(bound!.t).toEqual(texts)
+  })
+})
