@@ -2,15 +2,15 @@
  * The hot path's native client (src/store/postgres/NativeClient.ts) against the real
  * server: its failures read as the other driver's do (the SQLSTATE named, a restart or
  * an unreachable server retryable, a statement's fault not), a terminated connection is
- * replaced, and the array literals it sends round-trip every value.
+ * replaced, and the arrays it sends round-trip every value.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test"
 import { Effect, Exit } from "effect"
 import { SqlError } from "effect/sql/SqlError"
-import { arrayLiteral, type NativeClient, openNative } from "../../src/store/postgres/NativeClient.ts"
+import { type NativeClient, openNative } from "../../src/store/postgres/NativeClient.ts"
 import { isUnavailable, toStoreError } from "../../src/store/postgres/PgErrors.ts"
 import { pgUrl, requireService } from "../support/env.ts"
-import { pgAdmin, pgQuery } from "./drivers.ts"
+import { pgAdmin } from "./drivers.ts"
 
 const pg = requireService("postgres")
 
@@ -73,13 +73,12 @@ describe.skipIf(pg.skip)("native client (postgres)", () => {
     }
   })
 
-  test("array literals round-trip quotes, backslashes, braces, commas, NULL, empty text and unicode", async () => {
+  test("arrays round-trip quotes, backslashes, braces, commas, NULL, empty text, unicode and 64-bit times", async () => {
     const texts = ['a"b', "c\\d", "{x,y}", "NULL", "", " spaced ", "ü → 😀", null, '\\"']
-    const numbers = [0, -1, 1_765_000_000_000, null, 42]
-    const [row] = await pgQuery(pgUrl()!, `SELECT ${"$$" + arrayLiteral(texts) + "$$"}::text[] AS t, ${"$$" + arrayLiteral(numbers) + "$$"}::int8[]::text[] AS n`)
-    expect(row!.t).toEqual(texts)
-    expect(row!.n).toEqual(numbers.map((n) => (n === null ? null : String(n))))
-    const [bound] = await Effect.runPromise(client.run<{ t: Array<string | null> }>("SELECT $1::text[] AS t", [arrayLiteral(texts)]))
-    expect(bound!.t).toEqual(texts)
+    const times = [0, -1, 1_765_000_000_000, null, 253_402_300_799_999]
+    const [row] = await Effect.runPromise(client.run<{ t: Array<string | null>; n: Array<string | null>; c: number }>(
+      "SELECT $1::text[] AS t, $2::int8[]::text[] AS n, cardinality($1::text[]) AS c", [texts, times]
+    ))
+    expect(row).toEqual({ t: texts, n: times.map((n) => (n === null ? null : String(n))), c: texts.length })
   })
 })

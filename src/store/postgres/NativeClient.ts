@@ -58,16 +58,3 @@ export const openNative = (
     close: Effect.promise(() => db.close({ timeout: 1 }).catch(() => undefined))
   }
 }
-
-/** A PostgreSQL array literal (`{"a","b",NULL}`) sent as one text parameter and cast in the statement. */
-export const arrayLiteral = (values: ReadonlyArray<string | number | null>): string => {
-  let out = "{"
-  for (let i = 0; i < values.length; i++) {
-    const v = values[i]
-    if (i > 0) out += ","
-    if (v === null || v === undefined) out += "NULL"
-    else if (typeof v === "number") out += String(Math.round(v))
-    else out += `"${v.replace(/[\\"]/g, (c) => `\\${c}`)}"`
-  }
-  return out + "}"
-}

@@ -45,7 +45,7 @@ import { makePgWorkers } from "./PgWorkers.ts"
 import { watchWakeups } from "./PgWakeups.ts"
 import { isUnavailable, redactUrl } from "./PgErrors.ts"
 import { applyMigrations, defaultReconnectWindowMs, openClient, operation, type PostgresOptions } from "./PostgresConnection.ts"
-import { arrayLiteral, type NativeClient, openNative } from "./NativeClient.ts"
+import { type NativeClient, openNative } from "./NativeClient.ts"
 import { type Int8, int4Array, int8Array, num, textArray } from "./PgValues.ts"
 
 export type { PostgresOptions } from "./PostgresConnection.ts"
@@ -69,7 +69,7 @@ export interface PgStoreOptions {
 
 /**
  * The claim, on the claims' native pool: $1 worker, $2 lease expiry, $3 now (started_at),
- * $4 queue, $5 now (due), $6 jobs as an array literal, $7 limit.
+ * $4 queue, $5 now (due), $6 jobs (an array), $7 limit.
  */
 const claimText = `
   UPDATE roster_executions
@@ -90,7 +90,7 @@ const endedNotice = (origin: string) => `pg_notify('roster_wake', json_build_obj
 
 /**
  * A batch of successes, fenced, with one outcome notice: $1 ids, $2 workers, $3 attempts,
- * $4 times, $5 results (array literals), $6 this store's id.
+ * $4 times, $5 results (arrays), $6 this store's id.
  */
 const successesText = `
   WITH done AS (
@@ -118,14 +118,14 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
 
   // Successes are the hot path: one statement per batch, and no attempt row — the
   // succeeded attempt is read back from the execution (lease_owner is kept as its worker).
-  // On Bun's native client (NativeClient.ts), with the arrays as literals.
+  // On Bun's native client (NativeClient.ts), which sends JS arrays as PostgreSQL arrays.
   const finishSucceeded = (outcomes: ReadonlyArray<Extract<Outcome, { kind: "succeeded" }>>) =>
     options.hot.successes.run<{ id: string }>(successesText, [
-      arrayLiteral(outcomes.map((o) => o.id)),
-      arrayLiteral(outcomes.map((o) => o.workerId)),
-      arrayLiteral(outcomes.map((o) => o.attempt)),
-      arrayLiteral(outcomes.map((o) => o.now)),
-      arrayLiteral(outcomes.map((o) => o.result)),
+      outcomes.map((o) => o.id),
+      outcomes.map((o) => o.workerId),
+      outcomes.map((o) => o.attempt),
+      outcomes.map((o) => Math.round(o.now)),
+      outcomes.map((o) => o.result),
       origin
     ])
 
@@ -222,7 +222,7 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
       yield* inDoubt.settleClaims(req.workerId, req.queue)
       const mark = { workerId: req.workerId, queue: req.queue, startedAt: req.now }
       const rows = yield* options.hot.claims.run<ExecutionRow>(claimText, [
-        req.workerId, req.now + req.leaseMs, req.now, req.queue, req.now, arrayLiteral(req.jobs), req.limit
+        req.workerId, req.now + req.leaseMs, req.now, req.queue, req.now, req.jobs, req.limit
       ]).pipe(Effect.onError(() => Effect.sync(() => inDoubt.claimFailed(mark))))
       inDoubt.claimed(mark, rows.map((r) => r.id))
       return rows.map(toExecution).sort(byClaimOrder)
