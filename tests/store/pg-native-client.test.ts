@@ -10,17 +10,20 @@ import { SqlError } from "effect/sql/SqlError"
 import { type NativeClient, openNative } from "../../src/store/postgres/NativeClient.ts"
 import { isUnavailable, toStoreError } from "../../src/store/postgres/PgErrors.ts"
 import { pgUrl, requireService } from "../support/env.ts"
-import { pgAdmin } from "./drivers.ts"
+import { pgAdmin, pgQuery } from "./drivers.ts"
 
 const pg = requireService("postgres")
 
-const failureOf = async (client: NativeClient, text: string): Promise<SqlError> => {
-  const exit = await Effect.runPromise(Effect.exit(client.run(text, [])))
+/** The SqlError a statement's run ended with. */
+const errorOf = (exit: Exit.Exit<unknown, SqlError>, text: string): SqlError => {
   if (Exit.isSuccess(exit)) throw new Error(`expected ${text} to fail`)
   const error = exit.cause.reasons.find((r) => r._tag === "Fail")?.error
   expect(error).toBeInstanceOf(SqlError)
   return error as SqlError
 }
+
+const failureOf = async (client: NativeClient, text: string): Promise<SqlError> =>
+  errorOf(await Effect.runPromise(Effect.exit(client.run(text, []))), text)
 
 describe.skipIf(pg.skip)("native client (postgres)", () => {
   const schema = `native_${process.pid}_${Date.now().toString(36)}`
@@ -47,13 +50,22 @@ describe.skipIf(pg.skip)("native client (postgres)", () => {
     expect(toStoreError("claim executions", error).message).toMatch(/^claim executions: relation "no_such_table" does not exist \(SQLSTATE 42P01\)$/)
   })
 
-  test("a terminated session fails as unavailable (retryable), and the next statement gets a new one", async () => {
+  test("a session terminated mid-statement fails as unavailable (retryable), and the next statement gets a new one", async () => {
     const [{ pid }] = await Effect.runPromise(client.run<{ pid: number }>("SELECT pg_backend_pid() AS pid", [])) as [{ pid: number }]
+    // Terminated while it runs, so the failure cannot race the pool noticing a closed socket.
+    const sleeping = Effect.runPromise(Effect.exit(client.run("SELECT pg_sleep(30)", [])))
+    for (let i = 0; ; i++) {
+      const [row] = await pgQuery(pgUrl()!, `SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = ${pid} AND query LIKE 'SELECT pg_sleep%' AND state = 'active'`)
+      if ((row as { n: number }).n === 1) break
+      if (i > 400) throw new Error("the statement never started")
+      await Bun.sleep(25)
+    }
     await pgAdmin(pgUrl()!, `SELECT pg_terminate_backend(${pid})`)
-    const error = await failureOf(client, "SELECT 1")
+    const error = errorOf(await sleeping, "the terminated statement")
     expect(isUnavailable(error)).toBe(true)
-    expect(toStoreError("heartbeat", error).message).toContain("(SQLSTATE 57P01)")
-    expect(toStoreError("heartbeat", error).message).toContain("(the database is unreachable or restarting)")
+    const message = toStoreError("heartbeat", error).message
+    expect(message).toContain("(SQLSTATE 57P01)")
+    expect(message).toContain("(the database is unreachable or restarting)")
     const [again] = await Effect.runPromise(client.run<{ pid: number }>("SELECT pg_backend_pid() AS pid", []))
     expect(again!.pid).not.toBe(pid)
   })
