@@ -1,7 +1,8 @@
 /**
- * The Store on PostgreSQL through `@effect/sql-pg` (and `Bun.SQL` for the drain's hot path): many worker and scheduler
- * processes on many machines share one database, with the semantics of the SQLite
- * store (the conformance suite in tests/store runs against both).
+ * The Store on PostgreSQL through `@effect/sql-pg` (and `Bun.SQL` for the drain's hot
+ * path): many worker and scheduler processes on many machines share one database, with
+ * the semantics of the SQLite store (the conformance suite in tests/store runs against
+ * both).
  *
  * - Claims are one statement: `UPDATE ... WHERE id IN (SELECT ... ORDER BY priority
  *   DESC, run_at, id LIMIT n FOR UPDATE SKIP LOCKED) RETURNING *`, served by a partial
