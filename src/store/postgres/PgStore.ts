@@ -86,7 +86,7 @@ const claimText = `
       FOR UPDATE SKIP LOCKED)
   RETURNING *`
 
-/** The outcome notice of a statement that ended executions; `$origin` is this store's id (see PgWakeups.ts). */
+/** The outcome notice of a statement that ended executions, one text for both drivers; `origin` is SQL for this store's id (see PgWakeups.ts). */
 const endedNotice = (origin: string) => `pg_notify('roster_wake', json_build_object('s', current_schema(), 'e', 1, 'o', ${origin}::text)::text)`
 
 /**
@@ -115,7 +115,7 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
     Effect.map(sql<ExecutionRow>`SELECT * FROM roster_executions WHERE id = ${id}`, (rows) => rows[0])
 
   /** The outcome notice of a statement that ended executions (one per statement; for waiters, see PgWakeups.ts). */
-  const ended = sql`pg_notify('roster_wake', json_build_object('s', current_schema(), 'e', 1, 'o', ${origin}::text)::text)`
+  const ended = sql.literal(endedNotice(`'${origin.replace(/'/g, "''")}'`))
 
   // Successes are the hot path: one statement per batch, and no attempt row — the
   // succeeded attempt is read back from the execution (lease_owner is kept as its worker).
