@@ -22,7 +22,7 @@
  * a claim held back by a rate limit sleeps until the limit allows the next start, plus
  * a small random spread so workers waiting on one window do not all claim at once.
  */
-import { Clock, Deferred, Effect, Exit, Queue, Random, Semaphore } from "effect"
+import { Clock, Deferred, Effect, Exit, Queue, Random } from "effect"
 import * as Permits from "./Permits.ts"
 import type { QueueConfig } from "../jobs/QueueConfig.ts"
 import { type ClaimLimits, hasLimits } from "../store/FlowRules.ts"
@@ -60,7 +60,9 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
   const store = yield* Store
   const limits = hasLimits(options.limits) ? options.limits : null
   const permits = Permits.make(options.queue.concurrency)
-  const unrecorded = yield* Semaphore.make(options.queue.concurrency + Math.max(1, options.batchSize))
+  // Plain permits too: each is given back from the Recorder's commit by a plain call.
+  const unrecorded = Permits.make(options.queue.concurrency + Math.max(1, options.batchSize))
+  const clock = yield* Clock.Clock
   const mailbox = yield* Queue.unbounded<number>()
   const unsubscribe = options.bus.subscribe(options.queue.name, (dueAt) => Queue.offerUnsafe(mailbox, dueAt))
   yield* Effect.addFinalizer(() => Effect.sync(unsubscribe))
@@ -90,8 +92,11 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
 
   // A limited queue's slot frees when an outcome is stored: claim again at once.
   const recorded = limits === null
-    ? Effect.asVoid(unrecorded.release(1))
-    : Effect.andThen(unrecorded.release(1), Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => Queue.offerUnsafe(mailbox, now))))
+    ? () => unrecorded.release(1)
+    : () => {
+      unrecorded.release(1)
+      Queue.offerUnsafe(mailbox, clock.currentTimeMillisUnsafe())
+    }
 
   const claimOnce = (limit: number, now: number): Effect.Effect<ReadonlyArray<Execution>, StoreError> => {
     const req = { queue: options.queue.name, jobs: options.jobs, workerId: options.workerId, limit, now, leaseMs: options.leaseMs }
@@ -117,15 +122,18 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
   // on a store that can start a row in its insert (SQLite).
   let claiming = false
   if (limits === null && store.startsOnInsert) {
-    const slotFree = Effect.gen(function*() {
+    const slotFree = Effect.sync(() => {
       if (!claiming || !permits.takeIfAvailable(1)) return null
-      if (!(yield* unrecorded.takeIfAvailable(1))) return (permits.release(1), null)
+      if (!unrecorded.takeIfAvailable(1)) return (permits.release(1), null)
       return {
         workerId: options.workerId,
         leaseMs: options.leaseMs,
         jobs: options.jobs,
         start: (execution: Execution) => options.pool.run(execution, releaseOne, recorded),
-        cancel: Effect.andThen(Effect.sync(releaseOne), unrecorded.release(1))
+        cancel: Effect.sync(() => {
+          releaseOne()
+          unrecorded.release(1)
+        })
       }
     })
     const unoffer = options.bus.offerHandoff(options.queue.name, { jobs: new Set(options.jobs), reserve: slotFree })
@@ -138,7 +146,11 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
       let taken = 1
       while (taken < maxBatch && permits.takeIfAvailable(1)) taken++
       yield* unrecorded.take(taken).pipe(Effect.onInterrupt(() => Effect.sync(() => permits.release(taken))))
-      const giveBack = (n: number) => Effect.andThen(Effect.sync(() => permits.release(n)), unrecorded.release(n))
+      const giveBack = (n: number) =>
+        Effect.sync(() => {
+          permits.release(n)
+          unrecorded.release(n)
+        })
       // Claimed work must reach the pool even if we are interrupted mid-way (shutdown),
       // or it would sit leased to nobody until its lease expired.
       const claimed = yield* Effect.uninterruptible(Effect.gen(function*() {
@@ -147,7 +159,7 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
         Deferred.doneUnsafe(firstClaim, Exit.void)
         claiming = true
         if (claimed.length < taken) yield* giveBack(taken - claimed.length)
-        for (const execution of claimed) yield* options.pool.run(execution, releaseOne, recorded)
+        yield* options.pool.runEach(claimed, releaseOne, recorded)
         return claimed
       }))
       if (claimed.length < taken) yield* sleep

@@ -30,7 +30,9 @@ type Message =
     readonly outcome: Outcome
     readonly queue: string
     readonly then: (exit: Exit.Exit<boolean, StoreError>) => Effect.Effect<void>
-    /** Set once `then` has run (failAll after a crash must not run it again). */
+    /** Run instead of `then` when the outcome was stored: a plain call, no Effect (the every-job path). */
+    readonly stored: (() => void) | undefined
+    /** Set once `then` or `stored` has run (failAll after a crash must not run it again). */
     followed: boolean
   }
 
@@ -54,8 +56,12 @@ export interface Recorder {
    * False when the Recorder has stopped (`then` never runs).
    */
   readonly submit: (outcome: Outcome, queue: string, then: (exit: Exit.Exit<boolean, StoreError>) => Effect.Effect<void>) => Effect.Effect<boolean>
-  /** {@link submit} as a plain call that never waits: false when the mailbox is full or the Recorder has stopped (`then` never runs; `submit` then waits for room or says which). */
-  readonly offer: (outcome: Outcome, queue: string, then: (exit: Exit.Exit<boolean, StoreError>) => Effect.Effect<void>) => boolean
+  /**
+   * {@link submit} as a plain call that never waits: false when the mailbox is full or the
+   * Recorder has stopped (`then` never runs; `submit` then waits for room or says which).
+   * With `stored`, that plain call runs instead of `then` when the outcome was stored.
+   */
+  readonly offer: (outcome: Outcome, queue: string, then: (exit: Exit.Exit<boolean, StoreError>) => Effect.Effect<void>, stored?: () => void) => boolean
 }
 
 const stopped = new StoreError({ message: "the recorder has stopped (the runtime is shutting down)" })
@@ -103,8 +109,21 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
         const exit = yield* Effect.exit(store.executionsFinish(finishes.map((m) => m.outcome)))
         if (exit._tag === "Success") {
           wakeAfterOutcomes(finishes, exit.value)
-          for (const [j, m] of finishes.entries()) if (exit.value[j]) bus.notifyOutcome(m.outcome.id)
-          for (const [j, m] of finishes.entries()) yield* followUp(m, Exit.succeed(exit.value[j] ?? false))
+          for (let j = 0; j < finishes.length; j++) if (exit.value[j]) bus.notifyOutcome(finishes[j]!.outcome.id)
+          for (let j = 0; j < finishes.length; j++) {
+            const m = finishes[j]!
+            const applied = exit.value[j] ?? false
+            if (!applied || m.stored === undefined) yield* followUp(m, Exit.succeed(applied))
+            else if (!m.followed) {
+              // The every-job path: a plain call, and only its defect costs an Effect.
+              m.followed = true
+              try {
+                m.stored()
+              } catch (defect) {
+                yield* followUpFailed(m, Cause.die(defect))
+              }
+            }
+          }
         } else {
           const failed = Exit.failCause(exit.cause)
           for (const m of finishes) yield* followUp(m, failed)
@@ -222,8 +241,10 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
     Effect.suspend(() => {
       if (m.followed) return Effect.void
       m.followed = true
-      return Effect.catchCause(m.then(exit), (cause) => Effect.logError(`the follow-up of ${m.outcome.id}'s outcome failed`, cause))
+      return Effect.catchCause(m.then(exit), (cause) => followUpFailed(m, cause))
     })
+  const followUpFailed = (m: Extract<Message, { _tag: "Finish" }>, cause: Cause.Cause<unknown>) =>
+    Effect.logError(`the follow-up of ${m.outcome.id}'s outcome failed`, cause)
 
   const loop = Effect.gen(function*() {
     while (true) {
@@ -328,8 +349,9 @@ export const make = Effect.fnUntraced(function*(bus: WakeBus) {
       if (!insertUnsafe(rows, resume)) resume(roundTrip((reply) => Queue.offer(mailbox, { _tag: "Insert", rows, reply })))
     })
 
-  const submit: Recorder["submit"] = (outcome, queue, then) => Queue.offer(mailbox, { _tag: "Finish", outcome, queue, then, followed: false })
-  const offer: Recorder["offer"] = (outcome, queue, then) => Queue.offerUnsafe(mailbox, { _tag: "Finish", outcome, queue, then, followed: false })
+  const submit: Recorder["submit"] = (outcome, queue, then) => Queue.offer(mailbox, { _tag: "Finish", outcome, queue, then, stored: undefined, followed: false })
+  const offer: Recorder["offer"] = (outcome, queue, then, stored) =>
+    Queue.offerUnsafe(mailbox, { _tag: "Finish", outcome, queue, then, stored, followed: false })
 
   return {
     insert: (rows) => (rows.length === 0 ? Effect.succeed([]) : insert(rows)),

@@ -50,6 +50,8 @@ import { failureMessage, jsonCodecOf } from "../jobs/JsonCodec.ts"
 
 const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e))
 
+const noop = (): void => {}
+
 /** The context each app's handlers run in, by app (built by runtime/Services.ts). */
 export type HandlerContexts = (app: string) => Context.Context<never>
 
@@ -65,7 +67,9 @@ export interface WorkerPool {
    * outcome is recorded (or dropped), so the Dispatcher can bound what is unrecorded.
    * The handler's fiber starts at once, on the caller's stack.
    */
-  readonly run: (execution: Execution, release: () => void, settled?: Effect.Effect<void>) => Effect.Effect<void>
+  readonly run: (execution: Execution, release: () => void, settled?: () => void) => Effect.Effect<void>
+  /** {@link run} for each of a claim's executions, in order, in one step. */
+  readonly runEach: (executions: ReadonlyArray<Execution>, release: () => void, settled?: () => void) => Effect.Effect<void>
   /** Interrupts an in-flight execution for a reason; a no-op once it is recording. */
   readonly interrupt: (id: string, reason: InterruptReason) => Effect.Effect<void>
   /** Ids of executions whose handler is running (not yet recording). */
@@ -274,11 +278,16 @@ export const make = Effect.fnUntraced(function*(options: {
    * anything else (a failure, an interrupt, a full mailbox) settles on a fiber of its own
    * (settleOther). Measured in a drain: CPU a job −12%, jobs/s +8% (bench/RESULTS.md thirteenth pass).
    */
-  const start = (execution: Execution, release: () => void, settled: Effect.Effect<void>): void => {
+  const start = (execution: Execution, release: () => void, settled: () => void): void => {
     if (closed) return release()
     const slot: Slot = { reason: undefined, park: undefined, recording: false, submitted: false, fiber: undefined, deadline: Infinity }
     slots.set(execution.id, slot)
-    const done = Effect.suspend(() => (slotEnded(execution.id, slot), settled))
+    // The slot's end: a plain call for the Recorder once the outcome is stored, an Effect for everything else.
+    const end = () => {
+      slotEnded(execution.id, slot)
+      settled()
+    }
+    const done = Effect.sync(end)
     // Unless its outcome is with the Recorder (which then runs `done`), a settling fiber's end ends the slot.
     const ended = Effect.suspend(() => (slot.submitted ? Effect.void : done))
     const job = registry.jobs.get(execution.job)
@@ -302,7 +311,7 @@ export const make = Effect.fnUntraced(function*(options: {
         const now = clock.currentTimeMillisUnsafe()
         Metrics.attemptFinishedUnsafe(context, execution.job, execution.queue, "succeeded", now - started)
         const outcome = outcomeOf(job, execution, exit, slot, now, 0)!
-        if (recorder.offer(outcome, execution.queue, followUpOf(execution, done))) {
+        if (recorder.offer(outcome, execution.queue, followUpOf(execution, done), end)) {
           slot.submitted = true
           return
         }
@@ -326,9 +335,16 @@ export const make = Effect.fnUntraced(function*(options: {
       attempt: execution.attempt
     }) as Context.Context<never>
   }
-  /** Each app's context with the capture logger, built once per app (a Job this worker does not know: each time). */
-  const appContexts = new Map<string, { readonly context: Context.Context<never>; readonly annotations: Record<string, unknown> }>()
-  const appContextOf = (job: string) => {
+  /**
+   * Each app's context with the capture logger, built once per app (a Job this worker
+   * does not know: each time), and found by the Job's id without cutting out its app.
+   */
+  type AppContext = { readonly context: Context.Context<never>; readonly annotations: Record<string, unknown> }
+  const appContexts = new Map<string, AppContext>()
+  const byJob = new Map<string, AppContext>()
+  const appContextOf = (job: string): AppContext => {
+    const known = byJob.get(job)
+    if (known !== undefined) return known
     const app = appOf(job)
     let built = appContexts.get(app)
     if (built === undefined) {
@@ -339,6 +355,7 @@ export const make = Effect.fnUntraced(function*(options: {
       }
       if (registry.jobs.has(job)) appContexts.set(app, built)
     }
+    if (registry.jobs.has(job)) byJob.set(job, built)
     return built
   }
 
@@ -355,7 +372,11 @@ export const make = Effect.fnUntraced(function*(options: {
   }
 
   const pool: WorkerPool = {
-    run: (execution, release, settled = Effect.void) => Effect.sync(() => start(execution, release, settled)),
+    run: (execution, release, settled = noop) => Effect.sync(() => start(execution, release, settled)),
+    runEach: (executions, release, settled = noop) =>
+      Effect.sync(() => {
+        for (const execution of executions) start(execution, release, settled)
+      }),
     interrupt: (id, reason) =>
       Effect.suspend(() => {
         const slot = slots.get(id)

@@ -14,7 +14,7 @@
 import type { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
 import type { SqlError } from "effect/sql/SqlError"
-import { byClaimOrder, type ExecutionRow, toExecution } from "../ExecutionRow.ts"
+import { type ExecutionRow, sortInClaimOrder, toExecution } from "../ExecutionRow.ts"
 import { flowStateOf, maxClaimRounds, startsPruneBeforeOf, type StartRow } from "../FlowRules.ts"
 import type { ClaimLimits } from "../FlowRules.ts"
 import type { DueGroup, LimitedClaim, LimitedClaimRequest, QueueFlow, QueueHeldBack } from "../Store.ts"
@@ -83,7 +83,7 @@ export const claimLimited = (sql: PgClient.PgClient, req: LimitedClaimRequest): 
         SELECT * FROM roster_claim_global(${req.queue}, ${textArray(req.jobs)}::text[], ${req.workerId}, ${req.limit}::integer,
           ${req.now}::bigint, ${req.leaseMs}::bigint, ${textArray(req.ending ?? [])}::text[], ${limits.globalConcurrency}::integer,
           ${pruneBefore}::bigint)`,
-      (rows): LimitedClaim => ({ executions: rows.map(toExecution).sort(byClaimOrder), retryAt: null })
+      (rows): LimitedClaim => ({ executions: sortInClaimOrder(rows.map(toExecution)), retryAt: null })
     )
   }
   return Effect.map(
@@ -93,7 +93,7 @@ export const claimLimited = (sql: PgClient.PgClient, req: LimitedClaimRequest): 
         ${pruneBefore}::bigint, ${maxClaimRounds}::integer) AS out`,
     ([row]): LimitedClaim => {
       const out = JSON.parse(row!.out) as { rows: ReadonlyArray<ExecutionRow>; retryAt: number | null }
-      return { executions: out.rows.map(toExecution).sort(byClaimOrder), retryAt: out.retryAt }
+      return { executions: sortInClaimOrder(out.rows.map(toExecution)), retryAt: out.retryAt }
     }
   )
 }

@@ -30,7 +30,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Clock, Context, Effect, Exit, Layer, Scope } from "effect"
 import type { ExecutionState, LogDrops, LogLine } from "../Execution.ts"
-import { type AttemptRow, byClaimOrder, type ExecutionRow, type LogDropsRow, type LogRow, type StepRow, toAttempt, toExecution, toLogDrops, toLogLine, toStep } from "../ExecutionRow.ts"
+import { type AttemptRow, type ExecutionRow, type LogDropsRow, type LogRow, type StepRow, sortInClaimOrder, toAttempt, toExecution, toLogDrops, toLogLine, toStep } from "../ExecutionRow.ts"
 import { attemptOutcomeOf, cancelOf, claimsNothing, countsOf, errorTextOf, expiredBeforeOf, filterClauses, pageLimit, pruneLimit, withSucceededAttempt } from "../ExecutionRules.ts"
 import { ScheduleStore } from "../ScheduleStore.ts"
 import type { ExecutionFilter, InsertRequest, LimitedClaimRequest, Outcome } from "../Store.ts"
@@ -46,7 +46,7 @@ import { makePgWorkers } from "./PgWorkers.ts"
 import { watchWakeups } from "./PgWakeups.ts"
 import { isUnavailable, redactUrl } from "./PgErrors.ts"
 import { applyMigrations, defaultReconnectWindowMs, openClient, operation, type PostgresOptions } from "./PostgresConnection.ts"
-import { type NativeClient, openNative } from "./NativeClient.ts"
+import { arrayText, intArrayText, type NativeClient, openNative } from "./NativeClient.ts"
 import { type Int8, int4Array, int8Array, num, textArray } from "./PgValues.ts"
 
 export type { PostgresOptions } from "./PostgresConnection.ts"
@@ -119,14 +119,14 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
 
   // Successes are the hot path: one statement per batch, and no attempt row — the
   // succeeded attempt is read back from the execution (lease_owner is kept as its worker).
-  // On Bun's native client (NativeClient.ts), which sends JS arrays as PostgreSQL arrays.
+  // On Bun's native client (NativeClient.ts), the arrays sent as array literal text.
   const finishSucceeded = (outcomes: ReadonlyArray<Extract<Outcome, { kind: "succeeded" }>>) =>
     options.hot.successes.run<{ id: string }>(successesText, [
-      outcomes.map((o) => o.id),
-      outcomes.map((o) => o.workerId),
-      outcomes.map((o) => o.attempt),
-      outcomes.map((o) => Math.round(o.now)),
-      outcomes.map((o) => o.result),
+      arrayText(outcomes.map((o) => o.id)),
+      arrayText(outcomes.map((o) => o.workerId)),
+      intArrayText(outcomes.map((o) => o.attempt)),
+      intArrayText(outcomes.map((o) => o.now)),
+      arrayText(outcomes.map((o) => o.result)),
       origin
     ])
 
@@ -223,10 +223,10 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
       yield* inDoubt.settleClaims(req.workerId, req.queue)
       const mark = { workerId: req.workerId, queue: req.queue, startedAt: req.now }
       const rows = yield* options.hot.claims.run<ExecutionRow>(claimText, [
-        req.workerId, req.now + req.leaseMs, req.now, req.queue, req.now, req.jobs, req.limit
+        req.workerId, req.now + req.leaseMs, req.now, req.queue, req.now, arrayText(req.jobs), req.limit
       ]).pipe(Effect.onError(() => Effect.sync(() => inDoubt.claimFailed(mark))))
       inDoubt.claimed(mark, rows.map((r) => r.id))
-      return rows.map(toExecution).sort(byClaimOrder)
+      return sortInClaimOrder(rows.map(toExecution))
     })
 
   const claimWithin = (req: LimitedClaimRequest) =>
