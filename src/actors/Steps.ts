@@ -15,16 +15,69 @@ import { makeOrchestration, type RunHooks } from "./Orchestration.ts"
 import type { Execution, Step } from "../store/Execution.ts"
 import type { Store } from "../store/Store.ts"
 
+/** What a run's context needs from the WorkerPool beyond the store, the execution and its context. */
+export type ContextHooks = Omit<RunHooks, "store" | "execution" | "steps" | "claimName" | "save" | "remember">
+
 /**
  * Builds the handler context of one attempt; `context` is the execution's own (its log
- * annotations and capture logger), which `ctx.log` writes through.
+ * annotations and capture logger), which `ctx.log` writes through. Its plain fields are
+ * set at once; its functions (steps, logs, orchestration) are built on the first read
+ * of any of them, as most handlers read none: a dozen closures, a Set and an Effect per
+ * run otherwise, about 1 KB a job (bench/RESULTS.md, twenty-third pass). A read gives the
+ * same function each time, so `const { step } = ctx` works as before.
  */
 export const makeContext = (
   store: Store["Service"],
   execution: Execution,
   context: Context.Context<never>,
-  hooks: Omit<RunHooks, "store" | "execution" | "steps" | "claimName" | "save" | "remember">
-): JobContext => {
+  hooks: () => ContextHooks
+): JobContext => new RunContext(store, execution, context, hooks)
+
+type Tools = Pick<JobContext, "step" | "stepKey" | "log" | "enqueue" | "awaitChildren" | "sleep" | "waitForSignal">
+
+class RunContext implements JobContext {
+  readonly executionId: string
+  readonly job: string
+  readonly attempt: number
+  readonly maxAttempts: number
+  readonly scheduleId: string | null
+  #tools: Tools | undefined
+  readonly #build: () => Tools
+  constructor(store: Store["Service"], execution: Execution, context: Context.Context<never>, hooks: () => ContextHooks) {
+    this.executionId = execution.id
+    this.job = execution.job
+    this.attempt = execution.attempt
+    this.maxAttempts = execution.maxAttempts
+    this.scheduleId = execution.scheduleId
+    this.#build = () => buildTools(store, execution, context, hooks())
+  }
+  get #all(): Tools {
+    return (this.#tools ??= this.#build())
+  }
+  get step() {
+    return this.#all.step
+  }
+  get stepKey() {
+    return this.#all.stepKey
+  }
+  get log() {
+    return this.#all.log
+  }
+  get enqueue() {
+    return this.#all.enqueue
+  }
+  get awaitChildren() {
+    return this.#all.awaitChildren
+  }
+  get sleep() {
+    return this.#all.sleep
+  }
+  get waitForSignal() {
+    return this.#all.waitForSignal
+  }
+}
+
+const buildTools = (store: Store["Service"], execution: Execution, context: Context.Context<never>, hooks: ContextHooks): Tools => {
   const used = new Set<string>()
   let built: ReturnType<typeof makeOrchestration> | undefined
   const orchestration = () => (built ??= makeOrchestration({ ...hooks, store, execution, steps: load, claimName, save, remember }))
@@ -63,15 +116,10 @@ export const makeContext = (
       return value
     }) as Effect.Effect<any, any>
   return {
-    executionId: execution.id,
-    job: execution.job,
-    attempt: execution.attempt,
-    maxAttempts: execution.maxAttempts,
-    scheduleId: execution.scheduleId,
     step,
     stepKey: (name) => `${execution.id}:${name}`,
     log: (message, level = "Info") => Effect.runSyncWith(context)(Effect.logWithLevel(level)(message)),
-    // Built on first use: most handlers never orchestrate, and every run would pay for it.
+    // Built on first use: most handlers never orchestrate.
     enqueue: ((...args) => orchestration().enqueue(...args)) as JobContext["enqueue"],
     awaitChildren: (name, ids) => orchestration().awaitChildren(name, ids),
     sleep: (name, duration) => orchestration().sleep(name, duration),

@@ -152,6 +152,13 @@ export const make = Effect.fnUntraced(function*(options: {
   })
   yield* Effect.forkScoped(supervise("TimeoutSweeper", sweep))
 
+  /** What every run's context shares (ContextHooks, less `park`). */
+  const contextHooks = {
+    wake: (queue: string, at: number) => options.bus?.notify(queue, at),
+    resultSchemaOf: (id: string) => registry.jobs.get(id)?.result,
+    maxPayloadBytes: options.maxPayloadBytes ?? defaultMaxPayloadBytes
+  }
+
   /** Ends the run as parked: not interruptible by the handler's own code (it is the fiber's interruption). */
   const parkOf = (slot: Slot) => (wait: Wait, runAt: number): Effect.Effect<never> =>
     Effect.suspend(() => {
@@ -178,12 +185,7 @@ export const make = Effect.fnUntraced(function*(options: {
       return Effect.fail(new UndecodablePayload({ message: `stored payload does not match ${job.id}'s schema: ${failureMessage(decoded)}` }))
     }
     const payload = decoded.value
-    const ctx = makeContext(store, execution, context, {
-      park: parkOf(slot),
-      wake: (queue, at) => options.bus?.notify(queue, at),
-      resultSchemaOf: (id) => registry.jobs.get(id)?.result,
-      maxPayloadBytes: options.maxPayloadBytes ?? defaultMaxPayloadBytes
-    })
+    const ctx = makeContext(store, execution, context, () => ({ park: parkOf(slot), ...contextHooks }))
     const handle = () => {
       // Attributed, so a stray error the handler schedules can be traced back to it (StrayErrors.ts).
       const r = attribute(execution.id, () => job.handler(payload, ctx)) as Effect.Effect<unknown, unknown> | Promise<unknown>
