@@ -231,11 +231,11 @@ export const make = Effect.fnUntraced(function*(options: {
       (_: Context.Context<never>) => executionContext(execution)
     )
 
-  /** Hands a stored-to-be outcome to the Recorder, which ends the slot (`done`) once it is stored. */
-  const followUpOf = (execution: Execution, done: Effect.Effect<void>) => (exit: Exit.Exit<boolean, StoreError>): Effect.Effect<void> =>
-    exit._tag === "Success" && exit.value ? done : Effect.andThen(afterRecording(execution, exit), done)
-  const submit = (execution: Execution, slot: Slot, outcome: Outcome, done: Effect.Effect<void>): Effect.Effect<void> =>
-    Effect.flatMap(recorder.submit(outcome, execution.queue, followUpOf(execution, done)), (accepted) => {
+  /** Hands a stored-to-be outcome to the Recorder, which ends the slot (`end`) once it is stored. */
+  const followUpOf = (execution: Execution, end: () => void) => (exit: Exit.Exit<boolean, StoreError>): Effect.Effect<void> =>
+    exit._tag === "Success" && exit.value ? Effect.sync(end) : Effect.andThen(afterRecording(execution, exit), Effect.sync(end))
+  const submit = (execution: Execution, slot: Slot, outcome: Outcome, end: () => void): Effect.Effect<void> =>
+    Effect.flatMap(recorder.submit(outcome, execution.queue, followUpOf(execution, end)), (accepted) => {
       slot.submitted = accepted
       return accepted
         ? Effect.void
@@ -243,7 +243,7 @@ export const make = Effect.fnUntraced(function*(options: {
     })
 
   /** The outcome of an attempt that did not succeed (or was interrupted), logged and handed over. */
-  const settleOther = (job: Job | undefined, execution: Execution, slot: Slot, exit: Exit.Exit<string, unknown>, started: number, done: Effect.Effect<void>) =>
+  const settleOther = (job: Job | undefined, execution: Execution, slot: Slot, exit: Exit.Exit<string, unknown>, started: number, end: () => void) =>
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const random = exit._tag === "Failure" ? yield* Random.next : 0
@@ -258,8 +258,11 @@ export const make = Effect.fnUntraced(function*(options: {
         // A defect is logged with its stack, and so kept with the execution's logs.
         yield* outcome.error.tag === "Defect" ? Effect.logError(verdict, outcome.error.pretty) : Effect.logWarning(verdict)
       }
-      yield* submit(execution, slot, outcome, done)
+      yield* submit(execution, slot, outcome, end)
     })
+
+  /** Off the success path: unless its outcome is with the Recorder (which then ends the slot), a settling fiber's end ends it. */
+  const endedOf = (slot: Slot, end: () => void): Effect.Effect<void> => Effect.sync(() => (slot.submitted ? undefined : end()))
 
   // Fibers settling an outcome off the success path (failures, interrupts, a full
   // mailbox): uninterruptible, and the pool's close waits for them.
@@ -284,14 +287,11 @@ export const make = Effect.fnUntraced(function*(options: {
     if (closed) return release()
     const slot: Slot = { reason: undefined, park: undefined, recording: false, submitted: false, fiber: undefined, deadline: Infinity }
     slots.set(execution.id, slot)
-    // The slot's end: a plain call for the Recorder once the outcome is stored, an Effect for everything else.
+    // The slot's end: called by the Recorder once the outcome is stored (or by a settling fiber, endedOf).
     const end = () => {
       slotEnded(execution.id, slot)
       settled()
     }
-    const done = Effect.sync(end)
-    // Unless its outcome is with the Recorder (which then runs `done`), a settling fiber's end ends the slot.
-    const ended = Effect.suspend(() => (slot.submitted ? Effect.void : done))
     const job = registry.jobs.get(execution.job)
     const context = executionContext(execution)
     const clock = Context.get(context, Clock.Clock)
@@ -313,13 +313,13 @@ export const make = Effect.fnUntraced(function*(options: {
         const now = clock.currentTimeMillisUnsafe()
         Metrics.attemptFinishedUnsafe(context, execution.job, execution.queue, "succeeded", now - started)
         const outcome = outcomeOf(job, execution, exit, slot, now, 0)!
-        if (recorder.offer(outcome, execution.queue, followUpOf(execution, done), end)) {
+        if (recorder.offer(outcome, execution.queue, followUpOf(execution, end), end)) {
           slot.submitted = true
           return
         }
-        return settle(context, Effect.ensuring(submit(execution, slot, outcome, done), ended))
+        return settle(context, Effect.ensuring(submit(execution, slot, outcome, end), endedOf(slot, end)))
       }
-      settle(context, Effect.ensuring(settleOther(job, execution, slot, exit, started, done), ended))
+      settle(context, Effect.ensuring(settleOther(job, execution, slot, exit, started, end), endedOf(slot, end)))
     })
   }
 
