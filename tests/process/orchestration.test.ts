@@ -297,7 +297,14 @@ const suite = (makeBackend: (dir: string) => Backend) => {
     const leaves = 4
     const id = await enqueue("orch/tree", { mids, leaves })
     for (const w of workers) await serving(w)
-    const done = await waitState(id, ["succeeded", "failed", "cancelled"], 90_000)
+    // Should it not end, say which execution it waits on (states, leases) and what the workers last logged.
+    const done = await waitState(id, ["succeeded", "failed", "cancelled"], 90_000).catch(async (error) => {
+      const rows = await backend.all<Record<string, unknown>>(
+        `SELECT id, job, state, attempt, lease_owner, lease_expires_at, run_at, parent_id, wait FROM roster_executions ORDER BY id`
+      )
+      const logs = workers.map((w, i) => `worker ${i + 1} (exited: ${w.exited}):\n${tail(w.stderrSoFar(), 40)}`).join("\n")
+      throw new Error(`${(error as Error).message}\nexecutions:\n${rows.map((r) => JSON.stringify(r)).join("\n")}\n${logs}`)
+    })
     await stopAll()
     expect(done.state).toBe("succeeded")
     const expected = Array.from({ length: mids }, (_, m) => ({
