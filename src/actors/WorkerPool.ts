@@ -348,6 +348,7 @@ export const make = Effect.fnUntraced(function*(options: {
     const known = byJob.get(job)
     if (known !== undefined) return known
     const app = appOf(job)
+    const kept = registry.jobs.has(job)
     let built = appContexts.get(app)
     if (built === undefined) {
       const context = contexts(app)
@@ -355,9 +356,9 @@ export const make = Effect.fnUntraced(function*(options: {
         context: loggers === undefined ? context : Context.add(context, Logger.CurrentLoggers, loggers) as Context.Context<never>,
         annotations: Context.get(context, References.CurrentLogAnnotations)
       }
-      if (registry.jobs.has(job)) appContexts.set(app, built)
+      if (kept) appContexts.set(app, built)
     }
-    if (registry.jobs.has(job)) byJob.set(job, built)
+    if (kept) byJob.set(job, built)
     return built
   }
 

@@ -2,12 +2,13 @@
  * The hot path's native client (src/store/postgres/NativeClient.ts) against the real
  * server: its failures read as the other driver's do (the SQLSTATE named, a restart or
  * an unreachable server retryable, a statement's fault not), a terminated connection is
- * replaced, and the arrays it sends round-trip every value.
+ * replaced, and the arrays it sends (JS arrays, and the array-literal text the store
+ * builds for a batch of successes) round-trip every value.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test"
 import { Effect, Exit } from "effect"
 import { SqlError } from "effect/sql/SqlError"
-import { type NativeClient, openNative } from "../../src/store/postgres/NativeClient.ts"
+import { arrayText, intArrayText, type NativeClient, openNative } from "../../src/store/postgres/NativeClient.ts"
 import { isUnavailable, toStoreError } from "../../src/store/postgres/PgErrors.ts"
 import { pgUrl, requireService } from "../support/env.ts"
 import { pgAdmin, pgQuery } from "./drivers.ts"
@@ -92,5 +93,18 @@ describe.skipIf(pg.skip)("native client (postgres)", () => {
       "SELECT $1::text[] AS t, $2::int8[]::text[] AS n, cardinality($1::text[]) AS c", [texts, times]
     ))
     expect(row).toEqual({ t: texts, n: times.map((n) => (n === null ? null : String(n))), c: texts.length })
+  })
+
+  test("array-literal text (arrayText, intArrayText) round-trips the same values; times are rounded to whole milliseconds", async () => {
+    const texts = ['a"b', "c\\d", "{x,y}", "NULL", "", " spaced ", "ü → 😀", null, '\\"', '{"m":0,"sum":"x,y"}']
+    const times = [0, -1, 1_765_000_000_000, 1_765_000_000_000, 253_402_300_799_999, 12.6]
+    const [row] = await Effect.runPromise(client.run<{ t: Array<string | null>; n: Array<string>; c: number }>(
+      "SELECT $1::text[] AS t, $2::int8[]::text[] AS n, cardinality($1::text[]) AS c", [arrayText(texts), intArrayText(times)]
+    ))
+    expect(row).toEqual({ t: texts, n: times.map((n) => String(Math.round(n))), c: texts.length })
+    const [empty] = await Effect.runPromise(client.run<{ t: Array<string>; n: Array<string> }>(
+      "SELECT $1::text[] AS t, $2::int8[]::text[] AS n", [arrayText([]), intArrayText([])]
+    ))
+    expect(empty).toEqual({ t: [], n: [] })
   })
 })
