@@ -1,0 +1,67 @@
+/**
+ * The PostgreSQL claim finds its rows by the versions its subquery locked (`ctid`, see
+ * PgStore.ts). Queued rows that other transactions update while claims run (a new row
+ * version each time, committed between a claim's snapshot and its lock) must never be
+ * claimed twice nor lost: at most they wait for a later claim.
+ */
+import { SQL } from "bun"
+import { describe, expect, test } from "bun:test"
+import { Effect } from "effect"
+import { pgUrl, requireService } from "../support/env.ts"
+import { postgres, urlWithSchema, withStore } from "./drivers.ts"
+import { claimOf, row } from "./rows.ts"
+
+const pg = requireService("postgres")
+
+describe.skipIf(pg.skip)("claim by row version (postgres)", () => {
+  test("claims racing updates of the queued rows take each row once, and every row in the end", async () => {
+    const f = postgres(pgUrl()!).make()
+    const others = [f.second(), f.second()]
+    const location = f.location
+    if (location.driver !== "postgres") throw new Error("expected a PostgreSQL fixture")
+    const updater = new SQL(urlWithSchema(location.url, location.schema), { max: 1 })
+    try {
+      await withStore(f, (s) => s.migrate)
+      const n = 600
+      await withStore(f, (s) => s.executionsInsert(Array.from({ length: n }, () => row())))
+
+      // New versions of random queued rows, each committed at once, for as long as the claims run.
+      let claiming = true
+      let updates = 0
+      const churn = (async () => {
+        while (claiming) {
+          await updater.unsafe(`UPDATE roster_executions SET priority = priority
+            WHERE id IN (SELECT id FROM roster_executions WHERE state = 'queued' ORDER BY random() LIMIT 25)`)
+          updates++
+        }
+      })()
+
+      const claimed: Array<{ id: string; attempt: number; worker: string }> = []
+      const claimer = async (fixture: typeof f, worker: string) => {
+        for (let empty = 0; empty < 20;) {
+          const got = await withStore(fixture, (s) => s.executionsClaim(claimOf({ workerId: worker, limit: 7 })))
+          for (const e of got) claimed.push({ id: e.id, attempt: e.attempt, worker })
+          empty = got.length === 0 ? empty + 1 : 0
+          if (got.length === 0) await Bun.sleep(5)
+        }
+      }
+      await Promise.all([claimer(f, "a"), claimer(others[0]!, "b"), claimer(others[1]!, "c")])
+      claiming = false
+      await churn
+
+      expect(updates).toBeGreaterThan(0)
+      const ids = claimed.map((c) => c.id)
+      expect(new Set(ids).size).toBe(ids.length)
+      expect(ids).toHaveLength(n)
+      expect(claimed.every((c) => c.attempt === 1)).toBe(true)
+      const states = await Effect.runPromise(Effect.promise(() =>
+        updater.unsafe(`SELECT state, attempt, COUNT(*)::int AS n FROM roster_executions GROUP BY state, attempt`)
+      ))
+      expect([...states]).toEqual([{ state: "running", attempt: 1, n }])
+    } finally {
+      await updater.close()
+      for (const o of others) await o.dispose()
+      await f.dispose()
+    }
+  }, 60_000)
+})
