@@ -6,7 +6,6 @@
  */
 import { SQL } from "bun"
 import { describe, expect, test } from "bun:test"
-import { Effect } from "effect"
 import { pgUrl, requireService } from "../support/env.ts"
 import { postgres, urlWithSchema, withStore } from "./drivers.ts"
 import { claimOf, row } from "./rows.ts"
@@ -54,9 +53,7 @@ describe.skipIf(pg.skip)("claim by row version (postgres)", () => {
       expect(new Set(ids).size).toBe(ids.length)
       expect(ids).toHaveLength(n)
       expect(claimed.every((c) => c.attempt === 1)).toBe(true)
-      const states = await Effect.runPromise(Effect.promise(() =>
-        updater.unsafe(`SELECT state, attempt, COUNT(*)::int AS n FROM roster_executions GROUP BY state, attempt`)
-      ))
+      const states = await updater.unsafe(`SELECT state, attempt, COUNT(*)::int AS n FROM roster_executions GROUP BY state, attempt`)
       expect([...states]).toEqual([{ state: "running", attempt: 1, n }])
     } finally {
       await updater.close()
