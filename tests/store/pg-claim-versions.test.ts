@@ -1,19 +1,31 @@
 /**
- * The PostgreSQL claim finds its rows by the versions its subquery locked (`ctid`, see
- * PgStore.ts). Queued rows that other transactions update while claims run (a new row
+ * The PostgreSQL claims find their rows by the versions their subquery locked (`ctid`: the
+ * plain claim in PgStore.ts, the global-limited one in PgClaimFunction.ts). Queued rows that other transactions update while claims run (a new row
  * version each time, committed between a claim's snapshot and its lock) must never be
  * claimed twice nor lost: at most they wait for a later claim.
  */
 import { SQL } from "bun"
 import { describe, expect, test } from "bun:test"
+import { Effect } from "effect"
+import type { Store } from "../../src/store/Store.ts"
 import { pgUrl, requireService } from "../support/env.ts"
 import { postgres, urlWithSchema, withStore } from "./drivers.ts"
 import { claimOf, row } from "./rows.ts"
 
 const pg = requireService("postgres")
 
+/** The two claims that find rows by version: plain, and under a global limit (roster_claim_global) far above the rows. */
+const claims = {
+  plain: (s: Store["Service"], worker: string) => s.executionsClaim(claimOf({ workerId: worker, limit: 7 })),
+  "global-limited": (s: Store["Service"], worker: string) =>
+    Effect.map(
+      s.executionsClaimLimited({ ...claimOf({ workerId: worker, limit: 7 }), limits: { globalConcurrency: 10_000, rateLimit: null, jobs: {} } }),
+      (c) => c.executions
+    )
+}
+
 describe.skipIf(pg.skip)("claim by row version (postgres)", () => {
-  test("claims racing updates of the queued rows take each row once, and every row in the end", async () => {
+  test.each(Object.keys(claims) as Array<keyof typeof claims>)("%s claims racing updates of the queued rows take each row once, and every row in the end", async (form) => {
     const f = postgres(pgUrl()!).make()
     const others = [f.second(), f.second()]
     const location = f.location
@@ -42,7 +54,7 @@ describe.skipIf(pg.skip)("claim by row version (postgres)", () => {
       const deadline = Date.now() + 40_000
       const claimer = async (fixture: typeof f, worker: string) => {
         while (claimed.length < n && Date.now() < deadline) {
-          const got = await withStore(fixture, (s) => s.executionsClaim(claimOf({ workerId: worker, limit: 7 })))
+          const got = await withStore(fixture, (s) => claims[form](s, worker))
           for (const e of got) claimed.push({ id: e.id, attempt: e.attempt, worker })
           if (got.length === 0) await Bun.sleep(2)
         }

@@ -46,13 +46,14 @@ BEGIN
       UPDATE roster_executions
          SET state = 'running', attempt = attempt + 1, lease_owner = p_worker,
              lease_expires_at = p_now + p_lease_ms, started_at = p_now
-       WHERE id IN (
-         SELECT id FROM roster_executions
+       -- By the row versions the scan locked (a TID scan), as the plain claim (PgStore.ts).
+       WHERE ctid = ANY(ARRAY(
+         SELECT ctid FROM roster_executions
           WHERE state IN ('queued','waiting') AND queue = p_queue AND run_at <= p_now AND job = ANY(p_jobs)
             AND NOT EXISTS (SELECT 1 FROM roster_queues WHERE name = p_queue AND paused)
           ORDER BY priority DESC, run_at, id
           LIMIT room
-          FOR UPDATE SKIP LOCKED)
+          FOR UPDATE SKIP LOCKED))
       RETURNING *)
     SELECT * FROM claimed;
 END

@@ -18,6 +18,7 @@ import { type ExecutionRow, sortInClaimOrder, toExecution } from "../ExecutionRo
 import { flowStateOf, maxClaimRounds, startsPruneBeforeOf, type StartRow } from "../FlowRules.ts"
 import type { ClaimLimits } from "../FlowRules.ts"
 import type { DueGroup, LimitedClaim, LimitedClaimRequest, QueueFlow, QueueHeldBack } from "../Store.ts"
+import { arrayText, type NativeClient } from "./NativeClient.ts"
 import { textArray } from "./PgValues.ts"
 
 /**
@@ -66,31 +67,35 @@ export const readHeldBack = (sql: PgClient.PgClient, queue: string, now: number,
     return { flow, due } satisfies QueueHeldBack
   }))
 
+/** The global-only limited claim: $1 queue, $2 jobs, $3 worker, $4 want, $5 now, $6 lease ms, $7 ending ids, $8 global limit, $9 prune before. */
+const claimGlobalText = `SELECT * FROM roster_claim_global($1, $2::text[], $3, $4::integer, $5::bigint, $6::bigint, $7::text[], $8::integer, $9::bigint)`
+
+/** Any other limited claim: as {@link claimGlobalText}, with the limits as JSON text ($8: text, since Bun.SQL would encode a string sent as jsonb as a JSON string) and the most rounds ($10); one JSON text back. */
+const claimLimitedText = `SELECT roster_claim_limited($1, $2::text[], $3, $4::integer, $5::bigint, $6::bigint, $7::text[], $8::text::jsonb, $9::bigint, $10::integer) AS out`
+
 /**
- * The limited claim on `sql` (the relaxed client: a lost claim or start only means the
- * work runs again or the window counts fewer): one call of a server-side function
- * (PgClaimFunction.ts) that takes the queue's advisory lock and runs the rounds of
- * FlowRules.claimRounds inside its own statement's transaction — `roster_claim_global`
- * when the global limit is the only one, `roster_claim_limited` otherwise. The caller settles
- * claims in doubt first and marks this one, as for the plain claim.
+ * The limited claim on `claims` (the claims' native pool, relaxed: a lost claim or start
+ * only means the work runs again or the window counts fewer), as the plain claim is
+ * run: one call of a server-side function (PgClaimFunction.ts) that takes the queue's
+ * advisory lock and runs the rounds of FlowRules.claimRounds inside its own statement's
+ * transaction — `roster_claim_global` when the global limit is the only one,
+ * `roster_claim_limited` otherwise. On the same client as the plain claim, a global
+ * limit costs the drain what its function costs, not also a slower driver
+ * (bench/RESULTS.md, twenty-fourth pass). The caller settles claims in doubt first and
+ * marks this one, as for the plain claim.
  */
-export const claimLimited = (sql: PgClient.PgClient, req: LimitedClaimRequest): Effect.Effect<LimitedClaim, SqlError> => {
+export const claimLimited = (claims: NativeClient, req: LimitedClaimRequest): Effect.Effect<LimitedClaim, SqlError> => {
   const { limits } = req
   const pruneBefore = startsPruneBeforeOf(limits, req.now)
+  const common = [req.queue, arrayText(req.jobs), req.workerId, req.limit, req.now, req.leaseMs, arrayText(req.ending ?? [])]
   if (limits.globalConcurrency !== null && limits.rateLimit === null && Object.keys(limits.jobs).length === 0) {
     return Effect.map(
-      sql<ExecutionRow>`
-        SELECT * FROM roster_claim_global(${req.queue}, ${textArray(req.jobs)}::text[], ${req.workerId}, ${req.limit}::integer,
-          ${req.now}::bigint, ${req.leaseMs}::bigint, ${textArray(req.ending ?? [])}::text[], ${limits.globalConcurrency}::integer,
-          ${pruneBefore}::bigint)`,
+      claims.run<ExecutionRow>(claimGlobalText, [...common, limits.globalConcurrency, pruneBefore]),
       (rows): LimitedClaim => ({ executions: sortInClaimOrder(rows.map(toExecution)), retryAt: null })
     )
   }
   return Effect.map(
-    sql<{ out: string }>`
-      SELECT roster_claim_limited(${req.queue}, ${textArray(req.jobs)}::text[], ${req.workerId}, ${req.limit}::integer,
-        ${req.now}::bigint, ${req.leaseMs}::bigint, ${textArray(req.ending ?? [])}::text[], ${JSON.stringify(limits)}::jsonb,
-        ${pruneBefore}::bigint, ${maxClaimRounds}::integer) AS out`,
+    claims.run<{ out: string }>(claimLimitedText, [...common, JSON.stringify(limits), pruneBefore, maxClaimRounds]),
     ([row]): LimitedClaim => {
       const out = JSON.parse(row!.out) as { rows: ReadonlyArray<ExecutionRow>; retryAt: number | null }
       return { executions: sortInClaimOrder(out.rows.map(toExecution)), retryAt: out.retryAt }

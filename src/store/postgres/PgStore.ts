@@ -242,7 +242,7 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
       yield* inDoubt.settleOutcomes
       yield* inDoubt.settleClaims(req.workerId, req.queue)
       const mark = { workerId: req.workerId, queue: req.queue, startedAt: req.now }
-      const claimed = yield* claimLimited(relaxed, req).pipe(Effect.onError(() => Effect.sync(() => inDoubt.claimFailed(mark))))
+      const claimed = yield* claimLimited(options.hot.claims, req).pipe(Effect.onError(() => Effect.sync(() => inDoubt.claimFailed(mark))))
       inDoubt.claimed(mark, claimed.executions.map((e) => e.id))
       return claimed
     })

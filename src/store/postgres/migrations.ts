@@ -268,5 +268,12 @@ export const migrations: ReadonlyArray<Migration> = [
     // A database already at 9 gets the new function, and roster_claim_limited's newer body
     // (the update by primary key, the json result): CREATE OR REPLACE of the same text is harmless.
     statements: [claimLimitedFunctionSql, claimGlobalFunctionSql]
+  },
+  {
+    version: 11,
+    name: "the global-only limited claim by the row versions it locked",
+    // roster_claim_global's newer body: the UPDATE reaches the rows its scan locked by
+    // ctid, as the plain claim does (PgStore.ts), not by id through the primary key again.
+    statements: [claimGlobalFunctionSql]
   }
 ]
