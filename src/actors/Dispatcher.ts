@@ -23,6 +23,7 @@
  * a small random spread so workers waiting on one window do not all claim at once.
  */
 import { Clock, Deferred, Effect, Exit, Queue, Random } from "effect"
+import * as DueWakeups from "./DueWakeups.ts"
 import * as Permits from "./Permits.ts"
 import type { QueueConfig } from "../jobs/QueueConfig.ts"
 import { type ClaimLimits, hasLimits } from "../store/FlowRules.ts"
@@ -64,7 +65,9 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
   const unrecorded = Permits.make(options.queue.concurrency + Math.max(1, options.batchSize))
   const clock = yield* Clock.Clock
   const mailbox = yield* Queue.unbounded<number>()
-  const unsubscribe = options.bus.subscribe(options.queue.name, (dueAt) => Queue.offerUnsafe(mailbox, dueAt))
+  // Coalesced: a Dispatcher under a backlog never reads its mailbox (DueWakeups.ts).
+  const wakeups = DueWakeups.make((dueAt) => Queue.offerUnsafe(mailbox, dueAt), () => clock.currentTimeMillisUnsafe())
+  const unsubscribe = options.bus.subscribe(options.queue.name, wakeups.wake)
   yield* Effect.addFinalizer(() => Effect.sync(unsubscribe))
   const maxBatch = Math.max(1, Math.min(options.batchSize, options.queue.concurrency))
   // Completed by the first claim that succeeds: the database is usable for this queue.
@@ -79,6 +82,7 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
       const woke = yield* Queue.takeAll(mailbox).pipe(Effect.timeoutOption(deadline - now))
       now = yield* Clock.currentTimeMillis
       if (woke._tag === "None") break
+      wakeups.taken()
       // Keep the later due times of the batch too: a due-now wake beside them must not drop them.
       let dueNow = false
       for (const dueAt of woke.value) {
@@ -95,7 +99,7 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
     ? () => unrecorded.release(1)
     : () => {
       unrecorded.release(1)
-      Queue.offerUnsafe(mailbox, clock.currentTimeMillisUnsafe())
+      wakeups.wake(clock.currentTimeMillisUnsafe())
     }
 
   const claimOnce = (limit: number, now: number): Effect.Effect<ReadonlyArray<Execution>, StoreError> => {
@@ -171,7 +175,7 @@ export const make = Effect.fnUntraced(function*(options: DispatcherOptions) {
 
   return {
     loop,
-    wake: (dueAt: number) => Queue.offerUnsafe(mailbox, dueAt),
+    wake: wakeups.wake,
     /** Waits for the first claim that succeeded. */
     ready: Deferred.await(firstClaim)
   }
