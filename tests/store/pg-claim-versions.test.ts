@@ -1,8 +1,9 @@
 /**
- * The PostgreSQL claims find their rows by the versions their subquery locked (`ctid`: the
- * plain claim in PgStore.ts, the global-limited one in PgClaimFunction.ts). Queued rows that other transactions update while claims run (a new row
- * version each time, committed between a claim's snapshot and its lock) must never be
- * claimed twice nor lost: at most they wait for a later claim.
+ * The PostgreSQL claims find their rows by the versions their subquery locked (`ctid`:
+ * the plain claim in PgStore.ts, the global-limited one in PgClaimFunction.ts). Queued
+ * rows that other transactions update while claims run (a new row version each time,
+ * committed between a claim's snapshot and its lock) must never be claimed twice nor
+ * lost: at most they wait for a later claim.
  */
 import { SQL } from "bun"
 import { describe, expect, test } from "bun:test"

@@ -14,10 +14,10 @@
  * - Wake-ups: inserts and retries `pg_notify` inside their own statement (delivered on
  *   commit), and so does every statement that ends executions (one outcome notice per
  *   statement, for waiters); `watchChanges` LISTENs on a dedicated connection (see PgWakeups.ts).
- * - Two pools: durable writes and reads on one; claims, heartbeats and log lines on
- *   one with `synchronous_commit = off` (see PgStoreOptions.relaxed). The claim and the
- *   batch of successes run on Bun's native client instead (NativeClient.ts), with the
- *   same durability each.
+ * - Two pools: durable writes and reads on one; heartbeats and log lines on one with
+ *   `synchronous_commit = off` (see PgStoreOptions.relaxed). The claims (plain and
+ *   limited, relaxed too) and the batch of successes run on Bun's native client instead
+ *   (NativeClient.ts), with the same durability each.
  * - Server outages: every operation retries while the server is unavailable (see
  *   PostgresConnection.ts), and claims and outcomes that failed in doubt are settled
  *   before the next ones (see InDoubt.ts).
