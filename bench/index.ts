@@ -5,8 +5,8 @@
  * the load average around it, and the targets met or missed.
  *
  * Env: BENCH_ONLY (comma-separated subset of drain,enqueue,latency,idle,backlog,schedules,profile,costs,
- * or the optional soak, flow and orchestration, which take minutes and run only when named:
- * `BENCH_ONLY=soak`, `BENCH_ONLY=flow`, `BENCH_ONLY=orchestration` — flow and orchestration
+ * or the optional soak, steady, flow and orchestration, which take minutes and run only when
+ * named: `BENCH_ONLY=soak`, `BENCH_ONLY=steady`, … — steady, flow and orchestration
  * also on PostgreSQL when ROSTER_BENCH_PG_URL or ROSTER_TEST_PG_URL is set),
  * BENCH_OUT (also write the report to this file); each benchmark's own size variables
  * (see its file) pass through, so `BENCH_N=2000 … npm run bench` is a quick run.
@@ -18,7 +18,7 @@ import { checksMarkdown, loadNow, machineInfo, machineMarkdown, ms, percentiles,
 
 const all = ["drain", "enqueue", "latency", "idle", "backlog", "schedules", "profile", "costs"] as const
 /** Benchmarks that run only when BENCH_ONLY names them. */
-const optional = ["soak", "flow", "orchestration"] as const
+const optional = ["soak", "steady", "flow", "orchestration"] as const
 const only = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(",").map((s) => s.trim()) : [...all]
 
 /** The disk's cost of a durable commit: 300 one-row and 100 fifty-row transactions at synchronous=FULL. */

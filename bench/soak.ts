@@ -21,7 +21,7 @@
  * sample to this file).
  */
 import { readFileSync, writeFileSync } from "node:fs"
-import { count, demoApps, enqueueBulk, envInt, mb, ms, openReader, progress, rate, report, type Section, spawnRoster, tempDb, windowRate } from "./support.ts"
+import { count, demoApps, enqueueBulk, envInt, load1, mb, median, ms, openReader, progress, rate, readProc, report, type Section, slope, spawnRoster, tempDb, windowRate } from "./support.ts"
 
 const jobsFlag = process.argv.indexOf("--jobs")
 const n = jobsFlag > 0 ? Number(process.argv[jobsFlag + 1]?.replace(/_/g, "")) : envInt("BENCH_SOAK_N", 1_000_000)
@@ -32,8 +32,6 @@ const firstWindow = small > 0 ? small : 10_000
 const concurrency = envInt("BENCH_CONCURRENCY", 50)
 const warmupFraction = Number(process.env.BENCH_SOAK_WARMUP ?? "0.1")
 const job = "demo/noop"
-/** Kernel clock ticks per second (USER_HZ), the unit of utime/stime in /proc/<pid>/stat. */
-const clockTicks = 100
 
 /** One per-second observation of the worker. */
 interface Sample {
@@ -46,22 +44,6 @@ interface Sample {
   readonly load1: number
 }
 
-/** VmRSS in MiB and CPU ms of a live process; undefined once it has exited. */
-const readProc = (pid: number): { readonly rssMb: number; readonly cpuMs: number } | undefined => {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, "utf8")
-    const kb = Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1])
-    // Fields after the parenthesised command name: utime and stime are the 12th and 13th.
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    const ticks = Number(fields[11]) + Number(fields[12])
-    return Number.isFinite(kb) ? { rssMb: kb / 1024, cpuMs: (ticks / clockTicks) * 1000 } : undefined
-  } catch {
-    return undefined
-  }
-}
-
-const load1 = (): number => Number(readFileSync("/proc/loadavg", "utf8").split(" ")[0])
 
 interface SoakRun {
   readonly n: number
@@ -137,25 +119,6 @@ const soakOnce = async (size: number): Promise<SoakRun> => {
   } finally {
     tmp.cleanup()
   }
-}
-
-/** Median of a sample. */
-const median = (xs: ReadonlyArray<number>): number => {
-  const s = [...xs].sort((a, b) => a - b)
-  return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2
-}
-
-/** Least-squares slope of y over x. */
-const slope = (xs: ReadonlyArray<number>, ys: ReadonlyArray<number>): number => {
-  const mx = xs.reduce((a, b) => a + b, 0) / xs.length
-  const my = ys.reduce((a, b) => a + b, 0) / ys.length
-  let num = 0
-  let den = 0
-  for (let i = 0; i < xs.length; i++) {
-    num += (xs[i]! - mx) * (ys[i]! - my)
-    den += (xs[i]! - mx) ** 2
-  }
-  return den === 0 ? NaN : num / den
 }
 
 const pct = (a: number, b: number) => (Number.isFinite(a / b) ? `${Math.round((a / b) * 100)}%` : "n/a")

@@ -186,6 +186,46 @@ export const enqueueBulk = async (job: string, n: number, options: SpawnOptions)
   return result
 }
 
+/** Kernel clock ticks per second (USER_HZ), the unit of utime/stime in /proc/<pid>/stat. */
+const clockTicks = 100
+
+/** VmRSS in MiB and CPU ms (user + system) of a live process; undefined once it has exited. */
+export const readProc = (pid: number): { readonly rssMb: number; readonly cpuMs: number } | undefined => {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8")
+    const kb = Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1])
+    // Fields after the parenthesised command name: utime and stime are the 12th and 13th.
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    const ticks = Number(fields[11]) + Number(fields[12])
+    return Number.isFinite(kb) ? { rssMb: kb / 1024, cpuMs: (ticks / clockTicks) * 1000 } : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** The machine's 1-minute load average. */
+export const load1 = (): number => Number(readFileSync("/proc/loadavg", "utf8").split(" ")[0])
+
+/** Median of a sample (NaN when empty). */
+export const median = (xs: ReadonlyArray<number>): number => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2
+}
+
+/** Least-squares slope of y over x. */
+export const slope = (xs: ReadonlyArray<number>, ys: ReadonlyArray<number>): number => {
+  const mx = xs.reduce((a, b) => a + b, 0) / xs.length
+  const my = ys.reduce((a, b) => a + b, 0) / ys.length
+  let num = 0
+  let den = 0
+  for (let i = 0; i < xs.length; i++) {
+    num += (xs[i]! - mx) * (ys[i]! - my)
+    den += (xs[i]! - mx) ** 2
+  }
+  return den === 0 ? NaN : num / den
+}
+
 /** Waits until a file contains a string (e.g. a worker's "serving" log line). */
 export const waitForText = async (file: string, text: string, timeoutMs = 30_000): Promise<void> => {
   const deadline = Date.now() + timeoutMs

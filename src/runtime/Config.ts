@@ -31,6 +31,8 @@ export interface WorkerSettings {
   readonly watchMs: number
   /** How often expired leases are looked for (default 5 s). */
   readonly reapMs: number
+  /** How often the executions table's dead row versions are counted, and vacuumed when enough built up (PostgreSQL; default 2 s; 0 disables). */
+  readonly vacuumMs: number
   /** How long in-flight handlers may run after SIGTERM before they are interrupted and released (default 30 s). */
   readonly graceMs: number
   /** Most executions claimed in one statement (default 100). */
@@ -77,6 +79,7 @@ export const defaultWorkerSettings: WorkerSettings = {
   pollMs: 1_000,
   watchMs: 5,
   reapMs: 5_000,
+  vacuumMs: 2_000,
   graceMs: 30_000,
   batchSize: 100,
   logCapacity: 10_000,

@@ -1,7 +1,7 @@
 /**
  * The worker runtime: one Dispatcher per served queue, a WorkerPool, a LeaseKeeper, a
- * Reaper, a LogSink, a change watcher (SQLite's data_version, PostgreSQL's
- * LISTEN/NOTIFY) and Presence (its live-worker row), each supervised and forked into
+ * Reaper, a Vacuumer (PostgreSQL's dead row versions), a LogSink, a change watcher
+ * (SQLite's data_version, PostgreSQL's LISTEN/NOTIFY) and Presence (its live-worker row), each supervised and forked into
  * the layer's scope. The worker registers its row after its first claims and removes it at a clean
  * stop, after in-flight work; a killed worker's row goes stale (WorkerRules.ts).
  *
@@ -26,6 +26,7 @@ import * as LeaseKeeper from "../actors/LeaseKeeper.ts"
 import * as LogSink from "../actors/LogSink.ts"
 import * as Presence from "../actors/Presence.ts"
 import * as Reaper from "../actors/Reaper.ts"
+import * as Vacuumer from "../actors/Vacuumer.ts"
 import * as WorkerPool from "../actors/WorkerPool.ts"
 import { InvalidDefinition } from "../jobs/errors.ts"
 import type { QueueConfig } from "../jobs/QueueConfig.ts"
@@ -133,6 +134,9 @@ export const start = Effect.fnUntraced(function*(options: WorkerOptions = {}) {
     yield* run("LeaseKeeper", LeaseKeeper.loop({ workerId, pool, ...settings }).pipe(Effect.provideService(Store, store))),
     yield* run("Reaper", Reaper.loop({ registry: core.registry, recorder: core.recorder, intervalMs: settings.reapMs }).pipe(Effect.provideService(Store, store)))
   ]
+  if (settings.vacuumMs > 0) {
+    background.push(yield* run("Vacuumer", Vacuumer.loop({ intervalMs: settings.vacuumMs }).pipe(Effect.provideService(Store, store))))
+  }
   // Presence registers it once every Dispatcher has claimed (the database is usable).
   const presence: WorkerRegistration = {
     id: workerId,

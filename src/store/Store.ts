@@ -274,6 +274,19 @@ export interface LiveWorker extends WorkerRegistration {
   readonly stale: boolean
 }
 
+/**
+ * What {@link Store.executionsVacuum} did:
+ * - `unneeded`: this store reclaims space as it writes (SQLite); never worth asking again;
+ * - `below`: fewer dead row versions than asked for; nothing done;
+ * - `vacuumed`: the executions table was vacuumed (`dead`: the dead versions counted before);
+ * - `not-owner`: the database user does not own the table, so its VACUUM would do nothing.
+ */
+export type VacuumResult =
+  | { readonly _tag: "unneeded" }
+  | { readonly _tag: "below"; readonly dead: number }
+  | { readonly _tag: "vacuumed"; readonly dead: number }
+  | { readonly _tag: "not-owner" }
+
 /** The Store service. */
 export class Store extends Context.Service<Store, {
   /** Applies pending migrations; safe when several processes start at once. */
@@ -363,6 +376,13 @@ export class Store extends Context.Service<Store, {
    * before `failedBefore`; returns how many executions.
    */
   readonly executionsPrune: (req: { readonly succeededBefore: number; readonly failedBefore: number; readonly limit: number }) => Effect.Effect<number, StoreError>
+  /**
+   * Reclaims the dead row versions that claims and outcomes leave behind in the executions
+   * table, once at least `minDeadRows` of them and `minDeadShare` of its live rows have
+   * built up (PostgreSQL: `VACUUM`, skipped while another session vacuums the table). The
+   * claim walks past every dead entry at the head of its index until then (docs/postgres.md).
+   */
+  readonly executionsVacuum: (req: { readonly minDeadRows: number; readonly minDeadShare: number }) => Effect.Effect<VacuumResult, StoreError>
   readonly attemptsList: (executionId: string) => Effect.Effect<ReadonlyArray<Attempt>, StoreError>
   readonly stepsList: (executionId: string) => Effect.Effect<ReadonlyArray<Step>, StoreError>
   /** Records a step's result; a second save of one name keeps the first (returns false). */

@@ -42,6 +42,7 @@ import * as InDoubt from "./InDoubt.ts"
 import { makePgQueues } from "./PgQueues.ts"
 import { makePgScheduleStore } from "./PgScheduleStore.ts"
 import { makePgStats } from "./PgStats.ts"
+import { makePgVacuum } from "./PgVacuum.ts"
 import { makePgWorkers } from "./PgWorkers.ts"
 import { watchWakeups } from "./PgWakeups.ts"
 import { isUnavailable, redactUrl } from "./PgErrors.ts"
@@ -415,6 +416,7 @@ export const makePgStore = (sql: PgClient.PgClient, options: PgStoreOptions): St
     watchChanges: ({ onChange }) => watchWakeups(sql, { origin, onChange }),
     ...makePgWorkers(sql, op),
     ...makePgStats(sql, op),
+    ...makePgVacuum(sql, op),
     ...makePgQueues(sql, op, origin)
   })
 }
