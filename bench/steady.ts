@@ -89,6 +89,8 @@ interface Target {
   readonly db: string
   /** Queued and waiting executions now. */
   readonly backlog: () => Promise<number>
+  /** VACUUMs of the executions table so far, by hand (Roster's workers) and by autovacuum (PostgreSQL only). */
+  readonly vacuums: () => Promise<string | undefined>
   readonly cleanup: () => Promise<void>
 }
 
@@ -102,6 +104,7 @@ const sqliteTarget = (): Target => {
       reader ??= openReader(tmp.db)
       return reader.query<{ n: number }, []>("SELECT count(*) AS n FROM roster_executions WHERE state IN ('queued','waiting')").get()?.n ?? NaN
     },
+    vacuums: async () => undefined,
     cleanup: async () => {
       reader?.close()
       tmp.cleanup()
@@ -116,6 +119,13 @@ const pgTarget = async (base: string): Promise<Target> => {
     db: schema.url,
     backlog: async () =>
       Number((await pgQuery<{ n: string }>(schema.url, "SELECT count(*) AS n FROM roster_executions WHERE state IN ('queued','waiting')"))[0]?.n ?? NaN),
+    vacuums: async () => {
+      const [r] = await pgQuery<{ v: string; av: string }>(
+        schema.url,
+        "SELECT vacuum_count AS v, autovacuum_count AS av FROM pg_stat_user_tables WHERE relid = 'roster_executions'::regclass"
+      )
+      return `${r?.v ?? "?"} by Roster's workers (ROSTER_VACUUM_MS ${process.env.ROSTER_VACUUM_MS ?? "default"}), ${r?.av ?? "?"} by autovacuum`
+    },
     cleanup: schema.drop
   }
 }
@@ -170,12 +180,13 @@ const runOn = async (target: Target): Promise<Section> => {
       counts = await app.count({})
     }
     const settledMs = performance.now() - producedAt
+    const vacuums = await target.vacuums()
     worker.stop()
     const exit = await worker.done
     const brokenN = brokenOf(enqueued)
     const expected = { queued: 0, running: 0, waiting: 0, succeeded: enqueued - brokenN, failed: brokenN, cancelled: 0 }
     const allEnded = Object.entries(expected).every(([state, n]) => counts[state as keyof typeof counts] === n)
-    return sectionOf(target, samples, callMs, enqueued, counts, expected, allEnded, settledMs, exit.exitCode, exit.peakRssMb)
+    return sectionOf(target, samples, callMs, enqueued, counts, expected, allEnded, settledMs, exit.exitCode, exit.peakRssMb, vacuums)
   } catch (error) {
     throw new Error(`${error instanceof Error ? error.message : String(error)}\nworker log:\n${readFileSync(workerLog, "utf8").slice(-2000)}`)
   } finally {
@@ -197,7 +208,8 @@ const sectionOf = (
   allEnded: boolean,
   settledMs: number,
   exitCode: number | null,
-  peakRssMb: number
+  peakRssMb: number,
+  vacuums: string | undefined
 ): Section => {
   const rows: Array<Array<string>> = []
   let prev: Sample | undefined
@@ -234,6 +246,7 @@ const sectionOf = (
     notes: [
       `after the first ${Math.round(warmupFraction * 100)}% of the run (${warm.length} one-second samples): worker RSS median ${mb(median(rss))}, min ${mb(Math.min(...rss))}, max ${mb(Math.max(...rss))}; its floor in each 10 s window ${floors.map((s) => Math.round(s.rssMb)).join(", ")} MiB, slope ${perMinute.toFixed(2)} MiB a minute, ${(perJob * 100_000).toFixed(2)} MiB per 100k jobs (least squares over the floors)`,
       `backlog over the run: median ${count(median(backlogs))}, max ${count(Math.max(...backlogs))} (items due 50 ms later count while they wait)`,
+      ...(vacuums === undefined ? [] : [`VACUUMs of roster_executions during the run: ${vacuums}`]),
       `enqueue calls of ${perTick} items, ${count(callMs.length)} calls, while the worker ran: p50 ${ms(calls.p50)} ms, p99 ${ms(calls.p99)} ms, max ${ms(calls.max)} ms`,
       `at the end: ${count(enqueued)} enqueued; the store shows ${JSON.stringify(counts)}, expected ${JSON.stringify(expected)}; the rest finished ${ms(settledMs)} ms after the producer stopped; the worker exited ${exitCode} on SIGTERM, peak RSS ${mb(peakRssMb)} (getrusage)`
     ],

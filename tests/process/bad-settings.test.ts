@@ -21,6 +21,7 @@ const badVariables: ReadonlyArray<readonly [name: string, value: string, range: 
   ["ROSTER_POLL_MS", "0", /from 10 to/],
   ["ROSTER_WATCH_MS", "-1", /from 1 to 2147483647 \(or 0: off\)/],
   ["ROSTER_REAP_MS", "abc", /from 10 to/],
+  ["ROSTER_VACUUM_MS", "50", /from 100 to 2147483647 \(or 0: off\)/],
   ["ROSTER_GRACE_MS", "1.5", /from 0 to/],
   ["ROSTER_BATCH_SIZE", "0", /from 1 to 10000/],
   ["ROSTER_LOG_CAPACITY", "0", /from 1 to 10000000/],
