@@ -17,7 +17,8 @@ export type {
   QueueStats,
   StoreChange,
   StoreErrorReason,
-  ThroughputBucket
+  ThroughputBucket,
+  VacuumResult
 } from "./store/Store.ts"
 export { ScheduleStore } from "./store/ScheduleStore.ts"
 export type { FireOutcome, RecordFireRequest, RecordFireResult, ScheduleFire, ScheduleSource, ScheduleSpec, StoredSchedule, SyncResult } from "./store/ScheduleStore.ts"

@@ -1,9 +1,10 @@
 /**
  * The worker runtime: one Dispatcher per served queue, a WorkerPool, a LeaseKeeper, a
  * Reaper, a Vacuumer (PostgreSQL's dead row versions), a LogSink, a change watcher
- * (SQLite's data_version, PostgreSQL's LISTEN/NOTIFY) and Presence (its live-worker row), each supervised and forked into
- * the layer's scope. The worker registers its row after its first claims and removes it at a clean
- * stop, after in-flight work; a killed worker's row goes stale (WorkerRules.ts).
+ * (SQLite's data_version, PostgreSQL's LISTEN/NOTIFY) and Presence (its live-worker
+ * row), each supervised and forked into the layer's scope. The worker registers its row
+ * after its first claims and removes it at a clean stop, after in-flight work; a killed
+ * worker's row goes stale (WorkerRules.ts).
  *
  * Handlers run with their app's services (Services.ts), built once at start in the
  * worker's scope; a services Layer that fails to build fails the start, naming its file.
