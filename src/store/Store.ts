@@ -278,7 +278,8 @@ export interface LiveWorker extends WorkerRegistration {
  * What {@link Store.executionsVacuum} did:
  * - `unneeded`: this store reclaims space as it writes (SQLite); never worth asking again;
  * - `below`: fewer dead row versions than asked for; nothing done;
- * - `vacuumed`: the executions table was vacuumed (`dead`: the dead versions counted before);
+ * - `vacuumed`: VACUUM ran on the executions table (`dead`: the dead versions counted
+ *   before); a no-op when another session was vacuuming it at that moment (SKIP_LOCKED);
  * - `not-owner`: the database user does not own the table, so its VACUUM would do nothing.
  */
 export type VacuumResult =
