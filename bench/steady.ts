@@ -24,7 +24,8 @@
  * or `bun bench/steady.ts`.
  *
  * Env: BENCH_STEADY_SECONDS (default 120), BENCH_STEADY_RATE (executions a second,
- * default 4000), BENCH_CONCURRENCY (default 50), BENCH_STEADY_STORES (sqlite,postgres).
+ * default 4000), BENCH_CONCURRENCY (default 50), BENCH_STEADY_STORES (sqlite,postgres),
+ * BENCH_STEADY_WORKERS (worker processes, default 1; RSS and CPU are the first one's).
  */
 import { readFileSync } from "node:fs"
 import { broken, flaky, noop } from "../examples/demo/apps/demo/jobs.ts"
@@ -54,6 +55,7 @@ import {
 const seconds = envInt("BENCH_STEADY_SECONDS", 120)
 const perSecond = envInt("BENCH_STEADY_RATE", 4000)
 const concurrency = envInt("BENCH_CONCURRENCY", 50)
+const workerCount = Math.max(1, envInt("BENCH_STEADY_WORKERS", 1))
 const stores = (process.env.BENCH_STEADY_STORES ?? "sqlite,postgres").split(",").map((s) => s.trim())
 const pgBase = process.env.ROSTER_BENCH_PG_URL || process.env.ROSTER_TEST_PG_URL
 const tickMs = 20
@@ -133,12 +135,17 @@ const pgTarget = async (base: string): Promise<Target> => {
 /** One run on one store; returns its section. */
 const runOn = async (target: Target): Promise<Section> => {
   const logDir = tempDb("steady-logs")
-  const workerLog = `${logDir.dir}/worker.log`
-  // The app's side opens first, so the schema exists before the worker reads it.
+  const logs = Array.from({ length: workerCount }, (_, k) => `${logDir.dir}/worker-${k + 1}.log`)
+  // The app's side opens first, so the schema exists before the workers read it.
   const app = await Roster.open({ db: target.db, jobs: [noop, flaky, broken] }, { configDir: false, logger: { level: "Warn" } })
-  const worker = spawnRoster(["worker", "--concurrency", String(concurrency)], { db: target.db, appsDir: demoApps, stderrFile: workerLog })
+  const workers = logs.map((log) => spawnRoster(["worker", "--concurrency", String(concurrency)], { db: target.db, appsDir: demoApps, stderrFile: log }))
+  const worker = workers[0]!
+  const stopAll = async () => {
+    for (const w of workers) w.stop()
+    return Promise.all(workers.map((w) => w.done))
+  }
   try {
-    await waitForText(workerLog, "serving")
+    for (const log of logs) await waitForText(log, "serving")
     const t0 = performance.now()
     const samples: Array<Sample> = []
     const callMs: Array<number> = []
@@ -181,17 +188,16 @@ const runOn = async (target: Target): Promise<Section> => {
     }
     const settledMs = performance.now() - producedAt
     const vacuums = await target.vacuums()
-    worker.stop()
-    const exit = await worker.done
+    const exits = await stopAll()
+    const exit = { exitCode: exits.every((e) => e.exitCode === 0) ? 0 : (exits.find((e) => e.exitCode !== 0)?.exitCode ?? null), peakRssMb: exits[0]!.peakRssMb }
     const brokenN = brokenOf(enqueued)
     const expected = { queued: 0, running: 0, waiting: 0, succeeded: enqueued - brokenN, failed: brokenN, cancelled: 0 }
     const allEnded = Object.entries(expected).every(([state, n]) => counts[state as keyof typeof counts] === n)
     return sectionOf(target, samples, callMs, enqueued, counts, expected, allEnded, settledMs, exit.exitCode, exit.peakRssMb, vacuums)
   } catch (error) {
-    throw new Error(`${error instanceof Error ? error.message : String(error)}\nworker log:\n${readFileSync(workerLog, "utf8").slice(-2000)}`)
+    throw new Error(`${error instanceof Error ? error.message : String(error)}\nworker log:\n${readFileSync(logs[0]!, "utf8").slice(-2000)}`)
   } finally {
-    worker.stop()
-    await worker.done
+    await stopAll()
     await app.close()
     await target.cleanup()
     logDir.cleanup()
@@ -240,7 +246,7 @@ const sectionOf = (
   const backlogs = samples.map((s) => s.backlog)
   const flatLimit = 2
   return {
-    title: `Steady load (${target.name}): ${rate(perSecond)} executions/s enqueued for ${seconds} s while one worker (concurrency ${concurrency}) runs them`,
+    title: `Steady load (${target.name}): ${rate(perSecond)} executions/s enqueued for ${seconds} s while ${workerCount === 1 ? "one worker" : `${workerCount} worker processes`} (concurrency ${concurrency}${workerCount === 1 ? "" : " each; RSS and CPU: the first"}) runs them`,
     headers: ["t (s)", "enqueued", "backlog (queued + waiting)", "worker RSS", "worker CPU since previous row", "load (1 min)"],
     rows,
     notes: [
@@ -248,7 +254,7 @@ const sectionOf = (
       `backlog over the run: median ${count(median(backlogs))}, max ${count(Math.max(...backlogs))} (items due 50 ms later count while they wait)`,
       ...(vacuums === undefined ? [] : [`VACUUMs of roster_executions during the run: ${vacuums}`]),
       `enqueue calls of ${perTick} items, ${count(callMs.length)} calls, while the worker ran: p50 ${ms(calls.p50)} ms, p99 ${ms(calls.p99)} ms, max ${ms(calls.max)} ms`,
-      `at the end: ${count(enqueued)} enqueued; the store shows ${JSON.stringify(counts)}, expected ${JSON.stringify(expected)}; the rest finished ${ms(settledMs)} ms after the producer stopped; the worker exited ${exitCode} on SIGTERM, peak RSS ${mb(peakRssMb)} (getrusage)`
+      `at the end: ${count(enqueued)} enqueued; the store shows ${JSON.stringify(counts)}, expected ${JSON.stringify(expected)}; the rest finished ${ms(settledMs)} ms after the producer stopped; ${workerCount === 1 ? "the worker" : "every worker"} exited ${exitCode} on SIGTERM, peak RSS ${mb(peakRssMb)} (getrusage)`
     ],
     checks: [
       {
