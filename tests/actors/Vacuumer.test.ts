@@ -8,8 +8,8 @@ import { Effect, Fiber } from "effect"
 import * as Vacuumer from "../../src/actors/Vacuumer.ts"
 import { pgUrl, requireService } from "../support/env.ts"
 import { waitFor } from "../support/processes.ts"
-import { pgQuery, postgres, sqlite, withStore } from "../store/drivers.ts"
-import { claimOf, row } from "../store/rows.ts"
+import { claimAndSucceed, executionStats } from "../store/deadVersions.ts"
+import { postgres, sqlite, withStore } from "../store/drivers.ts"
 
 const pg = requireService("postgres")
 
@@ -29,18 +29,8 @@ describe.skipIf(pg.skip)("Vacuumer (postgres)", () => {
     const f = postgres(pgUrl()!).make()
     const location = f.location
     if (location.driver !== "postgres") throw new Error("expected a PostgreSQL fixture")
-    const stats = async () => {
-      const [r] = await pgQuery(pgUrl()!, `SELECT n_dead_tup::int AS dead, vacuum_count::int AS vacuums FROM pg_stat_user_tables WHERE schemaname = '${location.schema}' AND relname = 'roster_executions'`)
-      return r as { dead: number; vacuums: number }
-    }
-    /** Inserts n rows, claims them and stores their successes: two dead versions each. */
-    const churn = (n: number) =>
-      withStore(f, (s) =>
-        Effect.gen(function*() {
-          yield* s.executionsInsert(Array.from({ length: n }, () => row()))
-          const claimed = yield* s.executionsClaim(claimOf({ limit: n }))
-          yield* s.executionsFinish(claimed.map((e) => ({ kind: "succeeded" as const, id: e.id, workerId: "w1", attempt: e.attempt, now: 2_000, startedAt: 1_000, result: null })))
-        }))
+    const stats = () => executionStats(location.schema)
+    const churn = (n: number) => claimAndSucceed(f, n)
     try {
       await withStore(f, (s) => s.migrate)
       const loop = await f.run(Effect.forkDetach(Vacuumer.loop({ intervalMs: 100 })))

@@ -9,7 +9,7 @@ import { Store } from "../../src/store/Store.ts"
 import { pgUrl, requireService } from "../support/env.ts"
 import { waitFor } from "../support/processes.ts"
 import { layerFor, pgAdmin, pgQuery, postgres, sqlite, withStore } from "./drivers.ts"
-import { claimOf, row } from "./rows.ts"
+import { claimAndSucceed, executionStats } from "./deadVersions.ts"
 
 const pg = requireService("postgres")
 
@@ -24,11 +24,7 @@ test("SQLite: nothing to vacuum, ever", async () => {
 })
 
 describe.skipIf(pg.skip)("vacuum (postgres)", () => {
-  /** The executions table's statistics in `schema`. */
-  const stats = async (schema: string) => {
-    const [r] = await pgQuery(pgUrl()!, `SELECT n_dead_tup::int AS dead, vacuum_count::int AS vacuums FROM pg_stat_user_tables WHERE schemaname = '${schema}' AND relname = 'roster_executions'`)
-    return r as { dead: number; vacuums: number }
-  }
+  const stats = executionStats
 
   test("vacuums once enough dead row versions built up, and not before", async () => {
     const f = postgres(pgUrl()!).make()
@@ -37,12 +33,8 @@ describe.skipIf(pg.skip)("vacuum (postgres)", () => {
     try {
       await withStore(f, (s) => s.migrate)
       const n = 300
-      await withStore(f, (s) => s.executionsInsert(Array.from({ length: n }, () => row())))
       // The claim and the success each leave a dead version of every row behind: 2n.
-      const claimed = await withStore(f, (s) => s.executionsClaim(claimOf({ limit: n })))
-      expect(claimed).toHaveLength(n)
-      await withStore(f, (s) =>
-        s.executionsFinish(claimed.map((e) => ({ kind: "succeeded" as const, id: e.id, workerId: "w1", attempt: e.attempt, now: 2_000, startedAt: 1_000, result: null }))))
+      expect(await claimAndSucceed(f, n)).toBe(n)
       // The statistics arrive once the writing connections report them: up to 10 s after, when they go idle.
       await waitFor("the dead versions in the statistics", async () => (await stats(location.schema)).dead >= 2 * n, { timeoutMs: 30_000 })
       const before = await stats(location.schema)
